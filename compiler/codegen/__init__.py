@@ -1,0 +1,1 @@
+"""jinja2 code templates for the generated modules."""

@@ -1,0 +1,369 @@
+"""Python source emission: IR -> module source, through jinja2 code templates.
+
+Template data reaches the source only through :func:`literal` (``repr`` of
+JSON scalars, rebuilt containers) and comments through :func:`comment_text`
+(ASCII-escaped, one line), so nothing a template says can become code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+
+from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
+from .validate import PLACEHOLDER
+
+__all__ = ["literal", "render_module", "format_source"]
+
+
+# --- safe literals -----------------------------------------------------------
+def literal(value: Any) -> str:
+    """A Python expression that evaluates to (a fresh copy of) JSON value ``value``."""
+    if value is None or value is True or value is False:
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        return repr(float(value))
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(literal(v) for v in value)
+        if isinstance(value, tuple):
+            return f"({items},)" if len(value) == 1 else f"({items})"
+        return f"[{items}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def comment_text(text: str) -> str:
+    """Template text made safe for a ``#`` comment: one line, ASCII, escaped."""
+    return json.dumps(text, ensure_ascii=True)[1:-1]
+
+
+def _ident(name: str) -> str:
+    ident = re.sub(r"[^0-9A-Za-z_]+", "_", name).strip("_").lower()[:40]
+    if not ident or ident[0].isdigit():
+        ident = "f_" + ident
+    return ident
+
+
+def _identifiers(fields: list[Field]) -> list[str]:
+    """Readable, unique, deterministic identifiers for the fields."""
+    seen: set[str] = {"free", "null"}
+    out = []
+    for f in fields:
+        ident = _ident(f.name)
+        if ident in seen:
+            ident = f"{ident}_{f.index}"
+        seen.add(ident)
+        out.append(ident)
+    return out
+
+
+# --- transforms ---------------------------------------------------------------
+def _placeholder_expr(path: str, each: bool) -> str:
+    root, *keys = path.split(".")
+    if each:
+        expr = f"_tf.member(item, caps, {literal(root)}, {literal(path)})"
+    elif root == "content":
+        expr = "value"
+    else:
+        expr = f"_tf.capture(caps, {literal(root)}, {literal(path)})"
+    if keys:
+        expr = f"_tf.dig({expr}, {literal(tuple(keys))}, {literal(path)})"
+    return expr
+
+
+def transform_expr(node: Any, each: bool) -> str:
+    """The transform template ``node`` as one Python expression (evaluation order kept)."""
+    if isinstance(node, dict):
+        return "{" + ", ".join(f"{literal(k)}: {transform_expr(v, each)}" for k, v in node.items()) + "}"
+    if isinstance(node, list):
+        return "[" + ", ".join(transform_expr(v, each) for v in node) + "]"
+    if isinstance(node, str):
+        whole = PLACEHOLDER.fullmatch(node)
+        if whole:
+            return _placeholder_expr(whole.group(1), each)
+    return literal(node)
+
+
+def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
+    """(module-level preamble, expression of ``body``) for the field's content parser."""
+    args = f.content_args
+    strip = args.get("strip", True)
+    clean = "body.strip()" if strip else "body"
+    if f.content == "text":
+        return [], clean
+    if f.content == "int":
+        return [], f"int({clean})"
+    if f.content == "float":
+        return [], f"float({clean})"
+    if f.content == "bool":
+        return [], f'{clean}.lower() in ("true", "1")'
+    preamble = [
+        f"# {comment_text(f.path)}.content: {comment_text(f.content)}, bound once to its content_args",
+        f"{parser_name} = _content.make_parser({literal(f.content)}, {literal(args)})",
+    ]
+    return preamble, f"{parser_name}(body)"
+
+
+def _finisher(f: Field, ident: str) -> dict:
+    name = f"_finish_{ident}"
+    preamble, parsed = _parse_expr(f, f"_parse_{ident}")
+    described = f"{comment_text(f.path)}: content {comment_text(f.content)}"
+    if not f.has_transform:
+        return {"name": name, "preamble": preamble, "comment": described, "body": [f"return {parsed}"]}
+    if f.transform_each:
+        body = [
+            f"value = {parsed}",
+            f"# {comment_text(f.path)}.transform, applied to each item (transform_each)",
+            "out = []",
+            f"for item in _tf.each(value, {literal(f.name)}):",
+            f"    item = _tf.item(item, {literal(f.name)})",
+            f"    out.append({transform_expr(f.transform, True)})",
+            "return out",
+        ]
+    else:
+        body = [
+            f"value = {parsed}",
+            f"# {comment_text(f.path)}.transform",
+            f"return {transform_expr(f.transform, False)}",
+        ]
+    return {"name": name, "preamble": preamble, "comment": described + ", then transform", "body": body}
+
+
+# --- scanning -----------------------------------------------------------------
+def _describe(d: Delimiter) -> str:
+    if d.is_literal:
+        shown = ", ".join(comment_text(s) for s in d.literals)
+        extra = " (one extends another: a match at the edge waits)" if d.extends else ""
+        kind = "literal" if d.kind == "literal" else f"literal set{extra}"
+        return f"{comment_text(d.path)}: {kind} {shown}"
+    return f"{comment_text(d.path)}: {d.kind.replace('_', '-')} {comment_text(d.pattern or '')}"
+
+
+class _ScanWriter:
+    """Writes the body of one state's scan method, watch by watch."""
+
+    def __init__(self, regex_names: dict[str, str]):
+        self.lines: list[str] = []
+        self.regex_names = regex_names
+        self.first = True
+
+    def emit(self, line: str, level: int = 0) -> None:
+        self.lines.append("    " * level + line)
+
+    def candidate(self, start: str, end: str, action: int, match: str, level: int, length: str = "") -> None:
+        entry = f"({start}, {end}, {action}, {match})"
+        if self.first:
+            self.emit(f"best = {entry}", level)
+        else:
+            longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
+            self.emit(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):", level)
+            self.emit(f"best = {entry}", level + 1)
+
+    def watch(self, w: Watch, free: bool) -> None:
+        d = w.delim
+        role = f"open {comment_text(w.field.name)}" if w.is_open else f"close {comment_text(w.field.name)}"
+        self.emit(f"# {role} -- {_describe(d)}")
+        match_arg = "m" if (w.is_open and d.groups) else "None"
+        if d.kind == "literal":
+            lit = d.literals[0]
+            self.emit(f"i = buf.find({literal(lit)}, pos)")
+            self.emit("if i >= 0:")
+            self.candidate("i", f"i + {len(lit)}", w.action, "None", 1, str(len(lit)))
+            self.emit("elif not eos:")
+            self.emit(f"i = _base.partial_start(buf, pos, {literal(lit)})", 1)
+            self.emit("if i < hold:", 1)
+            self.emit("hold = i", 2)
+        elif d.kind == "literal_set":
+            self.emit("s = -1")
+            for lit in d.literals:  # longest first: at one position the longest wins
+                self.emit(f"i = buf.find({literal(lit)}, pos)")
+                self.emit("if i >= 0 and (s < 0 or i < s):")
+                self.emit(f"s, e = i, i + {len(lit)}", 1)
+            self.emit("if s >= 0:")
+            if d.extends:
+                self.emit("if not eos and e == n:", 1)
+                self.emit("if s < hold:", 2)
+                self.emit("hold = s", 3)
+                self.emit("else:", 1)
+                self.candidate("s", "e", w.action, "None", 2)
+            else:
+                self.candidate("s", "e", w.action, "None", 1)
+            self.emit("elif not eos:")
+            self.emit(f"i = _base.partial_start_any(buf, pos, {literal(d.literals)})", 1)
+            self.emit("if i < hold:", 1)
+            self.emit("hold = i", 2)
+        else:
+            name = self.regex_names[d.pattern]
+            self.emit(f"m = {name}.search(buf, pos, partial=not eos)")
+            if free and w.is_open:
+                # Progress rule (see docs/parity.md): no zero-width open again where a
+                # region just opened and closed without consuming input.
+                self.emit("if m is not None and m.start() == self._ban and m.end() == self._ban:")
+                self.emit(f"m = {name}.search(buf, self._ban + 1, partial=not eos) if self._ban < n else None", 1)
+            self.emit("if m is not None:")
+            self.emit("s, e = m.span()", 1)
+            self.emit("if m.partial or (e == n and not eos):", 1)
+            self.emit("if s < hold:", 2)
+            self.emit("hold = s", 3)
+            self.emit("else:", 1)
+            self.candidate("s", "e", w.action, match_arg, 2)
+        self.first = False
+
+
+def _state(s: State, idents: list[str], regex_names: dict[str, str]) -> dict:
+    if s.free:
+        if s.field is not None:
+            title = f"free, in implicit field {comment_text(s.field.name)} (opened lazily)"
+        else:
+            title = "free, in the null region (text outside every field is dropped)"
+        name = "_state_free"
+    else:
+        title = f"inside {comment_text(s.field.path)}"
+        name = f"_state_{idents[s.index]}"
+    writer = _ScanWriter(regex_names)
+    if not s.watches:
+        writer.emit("# nothing to watch: every byte belongs to this region until the end")
+        writer.emit("return len(buf)")
+    else:
+        writer.emit("n = len(buf)")
+        writer.emit("hold = n")
+        if len(s.watches) > 1:
+            writer.emit("best = None")
+        for w in s.watches:
+            writer.watch(w, s.free)
+        if len(s.watches) > 1:
+            writer.emit("if best is not None and best[0] < hold:")
+            writer.emit("return best", 1)
+        else:
+            writer.lines = _single_watch(writer.lines)
+        writer.emit("return hold")
+    watched = ", ".join(
+        f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}" for w in s.watches
+    ) or "nothing"
+    return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
+
+
+def _single_watch(lines: list[str]) -> list[str]:
+    """With one watch, commit its candidate directly instead of keeping ``best``."""
+    out = []
+    for line in lines:
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        if stripped.startswith("best = ("):
+            entry = stripped[len("best = ") :]
+            start = entry[1:].split(",", 1)[0]
+            out.append(f"{indent}if {start} < hold:")
+            out.append(f"{indent}    return {entry}")
+        else:
+            out.append(line)
+    return out
+
+
+def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
+    if anchor.kind == "literal" and not _has_border(anchor.literals[0]):
+        lit = anchor.literals[0]
+        return [
+            f"i = prefix.rfind({literal(lit)})",
+            f"return prefix if i < 0 else prefix[i + {len(lit)} :]",
+        ]
+    name = regex_names[anchor.regex_source]
+    return [
+        "last = -1",
+        f"for m in {name}.finditer(prefix):",
+        "    last = m.end()",
+        "return prefix if last < 0 else prefix[last:]",
+    ]
+
+
+def _has_border(text: str) -> bool:
+    """True when a proper prefix of ``text`` is also a suffix (occurrences may overlap)."""
+    return any(text[:k] == text[-k:] for k in range(1, len(text)))
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("respc.compiler", "codegen"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.filters["lit"] = literal
+    return env
+
+
+def render_module(ir: TemplateIR, template: dict, template_hash: str, version: str) -> str:
+    """Render the (unformatted) module source for ``ir``."""
+    idents = _identifiers(ir.fields)
+    regex_names: dict[str, str] = {}
+    regexes = []
+
+    def add_regex(pattern: str, path: str, ident: str) -> None:
+        if pattern not in regex_names:
+            name = f"_RE_{ident.upper()}_{len(regexes)}"
+            regex_names[pattern] = name
+            regexes.append({"name": name, "pattern": pattern, "path": comment_text(path)})
+
+    for f, ident in zip(ir.fields, idents):
+        for d, role in ((f.open, "open"), (f.close, "close")):
+            if d is not None and d.pattern is not None:
+                add_regex(d.pattern, d.path, f"{ident}_{role}")
+    anchor = ir.anchor
+    if not (anchor.kind == "literal" and not _has_border(anchor.literals[0])):
+        add_regex(anchor.regex_source, anchor.path, "anchor")
+
+    states = []
+    scan_table = []
+    free_name = "_state_free"
+    for s in ir.states:
+        if not s.free and s.field.implicit:
+            continue  # the implicit field is the free state
+        states.append(_state(s, idents, regex_names))
+    for f, ident in zip(ir.fields, idents):
+        scan_table.append(free_name if f.implicit else f"_state_{ident}")
+    scan_table.append(free_name)
+    finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
+    return _environment().get_template("module.py.j2").render(
+        version=version,
+        hash=template_hash,
+        template=template,
+        regexes=regexes,
+        finishers=finishers,
+        field_list=", ".join(comment_text(f.name) for f in ir.fields),
+        fields=tuple(f.name for f in ir.fields),
+        defaults=ir.defaults,
+        required=ir.required,
+        implicit=ir.implicit.index if ir.implicit is not None else CLOSE,
+        dirty=tuple(f.dirty for f in ir.fields),
+        join=tuple(f.join for f in ir.fields),
+        repeats=tuple(f.repeats for f in ir.fields),
+        context=ir.context,
+        anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
+        states=states,
+        scan_table=scan_table,
+        finish_table=[f["name"] for f in finishers],
+    )
+
+
+def format_source(source: str) -> str:
+    """Format with black (pinned), so the output is stable and reviews well."""
+    import black
+
+    mode = black.Mode(line_length=100, target_versions={black.TargetVersion.PY310})
+    return black.format_str(source, mode=mode)

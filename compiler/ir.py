@@ -1,0 +1,238 @@
+"""The intermediate representation: what the code generator needs, precomputed.
+
+A validated template becomes a :class:`TemplateIR`: its fields, each delimiter
+classified (literal, literal set, regex, zero-width), and its *states* -- the
+free state (the implicit field, or the null region that discards text when
+there is none) plus one state per explicit field -- each with its watch set in
+tie-break order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+import regex
+
+from ..runtime.content import STREAMABLE
+from .validate import REGEX_FLAGS, format_path
+
+__all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
+
+CLOSE = -1
+
+#: Characters of consumed input kept for regexes that may look behind their
+#: start (``^``, ``\b``, ...). Patterns that can look back without bound
+#: (lookbehind, reverse or word-boundary flags) keep everything instead.
+REGEX_CONTEXT = 16
+_UNBOUNDED_LOOKBACK = regex.compile(r"\(\?<[=!]|\(\?[a-zA-Z^-]*[rw]")
+
+# A pattern made only of these (and lookarounds) can only ever match empty.
+_ZERO_WIDTH_TOKENS = ("^", "$", "\\A", "\\Z", "\\z", "\\b", "\\B", "\\G", "\\m", "\\M")
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """One open or close delimiter of a field (or the start anchor)."""
+
+    kind: str  # "literal" | "literal_set" | "regex" | "zero_width"
+    key: str  # the template key that produced it ("open", "close_pattern", ...)
+    path: str  # e.g. fields.tool_calls.open_pattern
+    literals: tuple[str, ...] = ()  # literal kinds: deduplicated, longest first
+    extends: bool = False  # literal_set: some literal is a strict prefix of another
+    pattern: str | None = None  # regex kinds, and the alternation of a literal set
+    groups: tuple[str, ...] = ()  # named groups (regex kinds)
+
+    @property
+    def is_literal(self) -> bool:
+        return self.kind in ("literal", "literal_set")
+
+    @property
+    def regex_source(self) -> str:
+        """The regex the reference would compile for this delimiter."""
+        if self.pattern is not None:
+            return self.pattern
+        return "|".join(regex.escape(s) for s in self.literals)
+
+
+@dataclass
+class Field:
+    index: int
+    name: str
+    path: str
+    open: Delimiter | None
+    close: Delimiter | None
+    content: str
+    content_args: dict
+    repeats: bool
+    join: str | None
+    optional: bool
+    transform: Any
+    has_transform: bool
+    transform_each: bool
+
+    @property
+    def dirty(self) -> bool:
+        return self.content not in STREAMABLE
+
+    @property
+    def implicit(self) -> bool:
+        return self.open is None
+
+
+@dataclass
+class Watch:
+    """A delimiter watched in a state, and what committing it does."""
+
+    action: int  # field index to open, or CLOSE
+    field: Field
+    delim: Delimiter
+
+    @property
+    def is_open(self) -> bool:
+        return self.action != CLOSE
+
+
+@dataclass
+class State:
+    index: int  # field index of an explicit state; len(fields) for the free state
+    field: Field | None  # None for the null region
+    free: bool  # the implicit/null state (watches every open)
+    watches: list[Watch] = dc_field(default_factory=list)
+
+
+@dataclass
+class TemplateIR:
+    fields: list[Field]
+    states: list[State]  # explicit states by field index (None-free), then the free state
+    implicit: Field | None
+    defaults: dict
+    anchor: Delimiter
+    context: int
+    required: tuple[str, ...]
+
+
+def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter:
+    literals = [value] if isinstance(value, str) else list(dict.fromkeys(value))
+    ordered = tuple(sorted(literals, key=len, reverse=True))  # stable: ties keep first-seen order
+    if len(ordered) == 1:
+        return Delimiter("literal", key, path, literals=ordered)
+    extends = any(a != b and a.startswith(b) for a in ordered for b in ordered)
+    return Delimiter("literal_set", key, path, literals=ordered, extends=extends)
+
+
+def _skip_group(pattern: str, i: int) -> int:
+    """Index just past the group that opens at ``pattern[i] == '('``."""
+    depth = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+def is_zero_width(pattern: str) -> bool:
+    """True when ``pattern`` is only anchors and lookarounds, so every match is empty."""
+    i = 0
+    if not pattern:
+        return False
+    while i < len(pattern):
+        if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            i = _skip_group(pattern, i)
+            if i < 0:
+                return False
+            continue
+        for token in _ZERO_WIDTH_TOKENS:
+            if pattern.startswith(token, i):
+                i += len(token)
+                break
+        else:
+            return False
+    return True
+
+
+def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
+    groups = tuple(regex.compile(pattern, REGEX_FLAGS).groupindex)
+    kind = "zero_width" if is_zero_width(pattern) else "regex"
+    return Delimiter(kind, key, path, pattern=pattern, groups=groups)
+
+
+def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple) -> Delimiter | None:
+    if literal_key in spec:
+        return _classify_literals(spec[literal_key], literal_key, format_path((*parts, literal_key)))
+    if pattern_key in spec:
+        return _classify_pattern(spec[pattern_key], pattern_key, format_path((*parts, pattern_key)))
+    return None
+
+
+def build_ir(template: dict) -> TemplateIR:
+    """Build the IR of a template that :func:`validate_template` accepted."""
+    fields: list[Field] = []
+    for index, (name, spec) in enumerate(template["fields"].items()):
+        parts = ("fields", name)
+        fields.append(
+            Field(
+                index=index,
+                name=name,
+                path=format_path(parts),
+                open=_delimiter(spec, "open", "open_pattern", parts),
+                close=_delimiter(spec, "close", "close_pattern", parts),
+                content=spec.get("content", "text"),
+                content_args=spec.get("content_args", {}),
+                repeats=spec.get("repeats", False),
+                join=spec.get("join"),
+                optional=spec.get("optional", True),
+                transform=spec.get("transform"),
+                has_transform=spec.get("transform") is not None,
+                transform_each=spec.get("transform_each", False),
+            )
+        )
+    implicit = next((f for f in fields if f.implicit), None)
+
+    states: list[State] = []
+    for f in fields:
+        state = State(index=f.index, field=f, free=False)
+        if f.close is not None and not f.implicit:
+            state.watches.append(Watch(CLOSE, f, f.close))
+        states.append(state)
+    free = State(index=len(fields), field=implicit, free=True)
+    # The reference breaks ties between delimiters that start at the same place
+    # and have the same length by (opens before closes, then field name).
+    candidates = [Watch(f.index, f, f.open) for f in fields if f.open is not None]
+    if implicit is not None and implicit.close is not None:
+        candidates.append(Watch(CLOSE, implicit, implicit.close))
+    free.watches = sorted(candidates, key=lambda w: (0 if w.is_open else 1, w.field.name))
+    states.append(free)
+
+    anchor = _delimiter(template, "start_anchor", "start_anchor_pattern", ())
+    delimiters = [d for f in fields for d in (f.open, f.close) if d is not None]
+    patterns = [d.pattern for d in delimiters if d.pattern is not None]
+    if any(_UNBOUNDED_LOOKBACK.search(p) for p in patterns):
+        context = -1
+    elif patterns:
+        context = REGEX_CONTEXT
+    else:
+        context = 0
+    return TemplateIR(
+        fields=fields,
+        states=states,
+        implicit=implicit,
+        defaults=template.get("defaults", {}),
+        anchor=anchor,
+        context=context,
+        required=tuple(f.name for f in fields if not f.optional),
+    )

@@ -1,0 +1,1 @@
+"""Parser modules generated from the bundled templates by `respc build`. Never edit by hand."""

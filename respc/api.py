@@ -1,0 +1,213 @@
+"""The public API: compile templates (cached by hash) and parse with them.
+
+Names and argument order follow transformers' ``parse_response`` /
+``ResponseParser`` so respc is a drop-in replacement.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import types
+from collections.abc import Callable, Iterable
+from importlib import resources
+from typing import Any
+
+from ._version import __version__
+from .compiler import TemplateError, canonical_json, compile_source, hash_canonical, load_template_file
+from .runtime import loader
+from .runtime.base import PREFIX_REQUIRED, ParserBase
+
+__all__ = [
+    "CompiledTemplate",
+    "ResponseParser",
+    "bundled_templates",
+    "compile_template",
+    "get_response_parser",
+    "load",
+    "parse_response",
+]
+
+Tools = Iterable[dict | Callable] | None
+
+
+class CompiledTemplate:
+    """A template compiled into its own parser module.
+
+    ``hash`` identifies it (template + respc version), ``source`` is the
+    generated module, ``template`` the template dict; ``parse()`` parses a whole
+    output and ``parser()`` starts a stream.
+    """
+
+    __slots__ = ("hash", "source", "template", "module", "Parser", "name")
+
+    def __init__(self, module: types.ModuleType, source: str, name: str | None = None):
+        self.module = module
+        self.Parser: type[ParserBase] = module.Parser
+        self.hash: str = module.TEMPLATE_HASH
+        self.template: dict = module.TEMPLATE
+        self.source = source
+        self.name = name
+
+    def parser(self, *, prefix: str | None = None, tools: Tools = None) -> ParserBase:
+        """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``."""
+        return self.Parser(prefix, tools=tools)
+
+    def parse(self, text: str | list[str], *, prefix: str | list[str] | None = None, tools: Tools = None):
+        """Parse a whole output (a dict), or a list of outputs (a list of dicts)."""
+        if prefix is None:
+            raise ValueError(PREFIX_REQUIRED)
+        Parser = self.Parser
+        if isinstance(text, str):
+            if not isinstance(prefix, str):
+                raise ValueError("prefix must be a str when text is a single str (a list of prefixes goes with a list of texts)")
+            parser = Parser(prefix, tools=tools)
+            parser.feed(text)
+            return parser.finalize()[0]
+        if not isinstance(text, (list, tuple)):
+            raise TypeError(f"text must be a str or a list of str, got {type(text).__name__}")
+        if isinstance(prefix, str):
+            prefixes = [prefix] * len(text)
+        elif isinstance(prefix, (list, tuple)):
+            if len(prefix) != len(text):
+                raise ValueError(
+                    f"got {len(text)} texts but {len(prefix)} prefixes; pass one prefix per text, "
+                    "or a single str to use for all"
+                )
+            prefixes = prefix
+        else:
+            raise TypeError(f"prefix must be a str or a list of str, got {type(prefix).__name__}")
+        out = []
+        for item, item_prefix in zip(text, prefixes):
+            if item_prefix is None:
+                raise ValueError(PREFIX_REQUIRED)
+            parser = Parser(item_prefix, tools=tools)
+            parser.feed(item)
+            out.append(parser.finalize()[0])
+        return out
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<CompiledTemplate{label} {self.hash[:19]}...>"
+
+
+_LOCK = threading.Lock()
+_BY_CANONICAL: dict[str, CompiledTemplate] = {}
+_BY_NAME: dict[str, CompiledTemplate] = {}
+
+
+def _build(template: dict, canonical: str) -> CompiledTemplate:
+    digest = hash_canonical(canonical)
+    source = loader.read_cached(digest)
+    if source is None:
+        digest, source = compile_source(template)
+        loader.write_cached(digest, source)
+    return CompiledTemplate(loader.module_from_source(source, digest), source)
+
+
+def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> CompiledTemplate:
+    """Compile ``template`` (a dict, a JSON file path, or a CompiledTemplate).
+
+    Compiled modules are cached in-process and on disk by template hash, so a
+    template compiles once; every template runs as generated code.
+    """
+    if isinstance(template, CompiledTemplate):
+        return template
+    if isinstance(template, (str, os.PathLike)):
+        template = load_template_file(template)
+    canonical = canonical_json(template)
+    compiled = _BY_CANONICAL.get(canonical)
+    if compiled is None:
+        with _LOCK:
+            compiled = _BY_CANONICAL.get(canonical)
+            if compiled is None:
+                compiled = _BY_CANONICAL[canonical] = _build(template, canonical)
+    return compiled
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"[^0-9a-z_]", "_", name.strip().lower().replace("-", "_").replace(".", "_"))
+
+
+def bundled_templates() -> list[str]:
+    """Names of the bundled model templates (``respc.load`` takes any of them)."""
+    folder = resources.files("respc.templates")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load(name: str) -> CompiledTemplate:
+    """A bundled model template by name (``"qwen3"``, ``"gpt-oss"``, ...), from its generated module."""
+    ident = _ident(name)
+    compiled = _BY_NAME.get(ident)
+    if compiled is not None:
+        return compiled
+    names = {_ident(n): n for n in bundled_templates()}
+    if ident not in names:
+        raise KeyError(f"no bundled template named {name!r}; available: {', '.join(sorted(names.values()))}")
+    module = loader.import_bundled(ident)
+    if module is not None and getattr(module, "RESPC_VERSION", None) == __version__:
+        source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
+        compiled = CompiledTemplate(module, source, name=names[ident])
+    else:  # no generated module (or one from another respc version): compile the JSON
+        path = resources.files("respc.templates").joinpath(f"{names[ident]}.json")
+        compiled = compile_template(load_template_file(str(path)))
+        compiled.name = names[ident]
+    _BY_NAME[ident] = compiled
+    return compiled
+
+
+def _resolve(template: Any) -> CompiledTemplate:
+    return compile_template(template)
+
+
+def parse_response(
+    text: str | list[str],
+    template: dict | str | os.PathLike | CompiledTemplate,
+    *,
+    prefix: str | list[str] | None = None,
+    tools: Tools = None,
+):
+    """Parse whole model output(s) into message dict(s).
+
+    ``text`` a str gives a dict; a list of str gives a list. ``prefix`` (required;
+    ``""`` opts out) is the chat prompt before the generation: a str used for every
+    text, or a list with one prefix per text. ``tools`` types tool-call arguments.
+    """
+    if prefix is None:
+        raise ValueError(PREFIX_REQUIRED)
+    return _resolve(template).parse(text, prefix=prefix, tools=tools)
+
+
+def get_response_parser(
+    template: dict | str | os.PathLike | CompiledTemplate,
+    *,
+    prefix: str | None = None,
+    tools: Tools = None,
+) -> ParserBase:
+    """A streaming parser for one generation (see :class:`ResponseParser`)."""
+    return _resolve(template).parser(prefix=prefix, tools=tools)
+
+
+class _ResponseParserMeta(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, ParserBase)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return issubclass(subclass, ParserBase)
+
+
+class ResponseParser(metaclass=_ResponseParserMeta):
+    """``ResponseParser(template, prefix, *, tools=None)``: a streaming parser.
+
+    Returns an instance of the template's generated ``Parser`` class::
+
+        parser = ResponseParser(template, prefix=prompt)
+        render(parser.initial_events)
+        for chunk in stream:
+            render(parser.feed(chunk))
+        message, final_events = parser.finalize()
+    """
+
+    def __new__(cls, template: Any, prefix: str | None = None, *, tools: Tools = None) -> ParserBase:  # type: ignore[misc]
+        return _resolve(template).parser(prefix=prefix, tools=tools)

@@ -1,0 +1,244 @@
+"""Content parsers: turn the raw body of a region into its value.
+
+Each parser is built once per field by a factory that binds the field's fixed
+``content_args`` (generated modules call these at import time), so parsing a
+region is one call to a small closure with nothing left to look up.
+
+Semantics follow the response-template specification (and transformers 5.23.0,
+its behavioural reference): ``text``/``int``/``float``/``bool`` strip and cast;
+``json`` has optional dialect knobs; ``xml-inline`` and ``kv-lines`` build dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+__all__ = [
+    "PARSER_NAMES",
+    "STREAMABLE",
+    "make_parser",
+    "text_parser",
+    "int_parser",
+    "float_parser",
+    "bool_parser",
+    "json_parser",
+    "xml_inline_parser",
+    "kv_lines_parser",
+]
+
+Parser = Callable[[str], Any]
+
+#: Every content parser a template may name.
+PARSER_NAMES = ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
+
+#: Parsers whose chunks are already part of the final value (``dirty=False``).
+STREAMABLE = frozenset({"text", "int", "float", "bool"})
+
+# Placeholders used while pulling custom-delimited strings out of lax JSON:
+# ASCII control characters that do not occur in real model output.
+_SENTINEL_OPEN = "\x01"
+_SENTINEL_CLOSE = "\x02"
+_UNQUOTED_KEY = regex.compile(r"(?<=[{,])(\w+):")
+
+
+def _stripper(strip: bool) -> Callable[[str], str]:
+    return str.strip if strip else _identity
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def text_parser(strip: bool = True) -> Parser:
+    """``text``: the body, stripped of surrounding whitespace unless ``strip`` is false."""
+    return _stripper(strip)
+
+
+def int_parser(strip: bool = True) -> Parser:
+    """``int``: ``int()`` of the (stripped) body; ``ValueError`` if it is not an integer."""
+    if strip:
+        return lambda text: int(text.strip())
+    return int
+
+
+def float_parser(strip: bool = True) -> Parser:
+    """``float``: ``float()`` of the (stripped) body."""
+    if strip:
+        return lambda text: float(text.strip())
+    return float
+
+
+def bool_parser(strip: bool = True) -> Parser:
+    """``bool``: true when the (stripped, lower-cased) body is ``true`` or ``1``."""
+    clean = _stripper(strip)
+    return lambda text: clean(text).lower() in ("true", "1")
+
+
+def json_parser(
+    unquoted_keys: bool = False,
+    string_delims: list[list[str]] | None = None,
+    allow_non_json: bool = False,
+    strip: bool = True,
+) -> Parser:
+    """``json``: ``json.loads`` of the body, with optional dialect knobs.
+
+    * ``string_delims``: pairs ``[open, close]``; text between them becomes a JSON
+      string (pulled out first, so its content is never rewritten).
+    * ``unquoted_keys``: bare identifier keys right after ``{`` or ``,`` get quoted.
+    * ``allow_non_json``: when decoding fails, return the (stripped) text instead.
+    """
+    clean = _stripper(strip)
+    delim_patterns = [
+        regex.compile(regex.escape(open_) + r"(.*?)" + regex.escape(close), regex.DOTALL)
+        for open_, close in (string_delims or [])
+    ]
+    loads = json.loads
+    decode_error = json.JSONDecodeError
+
+    if not delim_patterns and not unquoted_keys:
+
+        def parse_plain(text: str) -> Any:
+            try:
+                return loads(text)
+            except decode_error as exc:
+                if allow_non_json:
+                    return clean(text)
+                raise ValueError(f"json: the region is not valid JSON ({exc}); body: {text!r}") from exc
+
+        return parse_plain
+
+    def parse_dialect(text: str) -> Any:
+        if delim_patterns and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
+            raise ValueError(
+                "json: the region contains the reserved characters \\x01/\\x02, which string_delims "
+                "uses internally; it cannot be parsed safely"
+            )
+        working = text
+        captured: list[str] = []
+
+        def capture(match: Any) -> str:
+            captured.append(match.group(1))
+            return f"{_SENTINEL_OPEN}{len(captured) - 1}{_SENTINEL_CLOSE}"
+
+        for pattern in delim_patterns:
+            working = pattern.sub(capture, working)
+        if unquoted_keys:
+            working = _UNQUOTED_KEY.sub(r'"\1":', working)
+        for index, value in enumerate(captured):
+            working = working.replace(f"{_SENTINEL_OPEN}{index}{_SENTINEL_CLOSE}", json.dumps(value))
+        try:
+            return loads(working)
+        except decode_error as exc:
+            if allow_non_json:
+                return clean(text)
+            raise ValueError(
+                f"json: the region is not valid JSON after the dialect rewrites ({exc}); "
+                f"body: {text!r}; rewritten: {working!r}"
+            ) from exc
+
+    return parse_dialect
+
+
+def _value_parser(spec: dict | None) -> Parser | None:
+    if spec is None:
+        return None
+    return make_parser(spec.get("name", "text"), spec.get("args", {}))
+
+
+def xml_inline_parser(
+    tag_pattern: str,
+    value_parser: dict | None = None,
+    merge_duplicates: bool = False,
+) -> Parser:
+    """``xml-inline``: every match of ``tag_pattern`` adds ``key -> value`` to a dict.
+
+    ``value_parser`` (``{"name": ..., "args": ...}``) parses each value;
+    ``merge_duplicates`` collects repeated keys into a list instead of overwriting.
+    """
+    finditer = regex.compile(tag_pattern, regex.DOTALL).finditer
+    sub = _value_parser(value_parser)
+
+    def parse(text: str) -> dict:
+        out: dict[str, Any] = {}
+        for match in finditer(text):
+            groups = match.groupdict()
+            key = groups.get("key")
+            if key is None:
+                raise ValueError(
+                    f"xml-inline: the 'key' group of tag_pattern {tag_pattern!r} did not take part in a match"
+                )
+            raw = groups.get("value", "")
+            if sub is None:
+                value = raw
+            elif raw is None:
+                raise ValueError(
+                    f"xml-inline: the 'value' group of tag_pattern {tag_pattern!r} did not take part "
+                    f"in the match for key {key!r}, so value_parser has nothing to parse"
+                )
+            else:
+                value = sub(raw)
+            if merge_duplicates and key in out:
+                previous = out[key]
+                if not isinstance(previous, list):
+                    previous = out[key] = [previous]
+                previous.append(value)
+            else:
+                out[key] = value
+        return out
+
+    return parse
+
+
+def kv_lines_parser(
+    line_sep: str = "\n",
+    kv_sep: str = ":",
+    strip: bool = True,
+    value_parser: dict | None = None,
+) -> Parser:
+    """``kv-lines``: one ``key<kv_sep>value`` pair per line; other lines are skipped."""
+    clean = _stripper(strip)
+    sub = _value_parser(value_parser)
+
+    def parse(text: str) -> dict:
+        out: dict[str, Any] = {}
+        for line in text.split(line_sep):
+            line = clean(line)
+            if not line or kv_sep not in line:
+                continue
+            key, value = line.split(kv_sep, 1)
+            value = clean(value)
+            out[clean(key)] = value if sub is None else sub(value)
+        return out
+
+    return parse
+
+
+_FACTORIES: dict[str, Callable[..., Parser]] = {
+    "text": text_parser,
+    "int": int_parser,
+    "float": float_parser,
+    "bool": bool_parser,
+    "json": json_parser,
+    "xml-inline": xml_inline_parser,
+    "kv-lines": kv_lines_parser,
+}
+
+#: The ``content_args`` each parser accepts (the compiler validates against this).
+PARSER_ARGS: dict[str, frozenset[str]] = {
+    "text": frozenset({"strip"}),
+    "int": frozenset({"strip"}),
+    "float": frozenset({"strip"}),
+    "bool": frozenset({"strip"}),
+    "json": frozenset({"unquoted_keys", "string_delims", "allow_non_json", "strip"}),
+    "xml-inline": frozenset({"tag_pattern", "value_parser", "merge_duplicates"}),
+    "kv-lines": frozenset({"line_sep", "kv_sep", "strip", "value_parser"}),
+}
+
+
+def make_parser(name: str, args: dict | None = None) -> Parser:
+    """Bind parser ``name`` to its (already validated) ``content_args``."""
+    return _FACTORIES[name](**(args or {}))

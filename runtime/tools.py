@@ -1,0 +1,209 @@
+"""Tool-call argument typing from the tools' JSON Schemas.
+
+Models write tool-call arguments as text; when the request's ``tools`` are
+known, string arguments are cast to the type their schema declares (``"7"`` ->
+``7`` for an ``integer`` parameter). Only string values are cast, and a value
+that does not fit any declared type is left as it is.
+
+``tools`` are OpenAI-style dicts (``{"type": "function", "function": {...}}`` or
+the bare function dict) or Python functions, whose type hints are read here
+directly (no docstring is needed: only the types matter for casting).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["ToolTypes", "tool_types", "coerce_value"]
+
+#: tool name -> parameter name -> the JSON types to try, in order
+ToolTypes = dict[str, dict[str, tuple[str, ...]]]
+
+_INF = float("inf")
+_JSON_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+_BASIC = {
+    int: "integer",
+    float: "number",
+    str: "string",
+    bool: "boolean",
+    type(None): "null",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+
+
+def schema_types(schema: Any) -> tuple[str, ...]:
+    """The JSON types a parameter schema admits, in the order casting tries them."""
+    if not isinstance(schema, dict):
+        return ()
+    declared = schema.get("type")
+    found: list[str] = []
+    if isinstance(declared, str):
+        found.append(declared)
+    elif isinstance(declared, list):
+        found.extend(t for t in declared if isinstance(t, str))
+    for union in ("anyOf", "oneOf"):
+        for choice in schema.get(union) or ():
+            found.extend(schema_types(choice))
+    if schema.get("nullable") and "null" not in found:
+        found.append("null")
+    return tuple(found)
+
+
+def _hint_schema(hint: Any, where: str) -> dict:
+    """A minimal JSON Schema (types only) for a Python type hint."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is None:
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return _scalar_values_schema([member.value for member in hint], where)
+        if hint is Any:
+            return {}
+        if hint in _BASIC:
+            return {"type": _BASIC[hint]}
+        raise ValueError(
+            f"tools: {where}: cannot type the hint {hint!r}; use basic types (int, float, str, bool, "
+            "list, dict, tuple, Optional/Union, Literal, Enum) or pass the tool as a JSON schema dict"
+        )
+    if origin is typing.Union or origin is types.UnionType:
+        subtypes = [_hint_schema(arg, where) for arg in args if arg is not type(None)]
+        if len(subtypes) == 1:
+            out = dict(subtypes[0])
+        elif all(set(s) == {"type"} and isinstance(s["type"], str) for s in subtypes):
+            names = sorted({s["type"] for s in subtypes})
+            out = {"type": names[0] if len(names) == 1 else names}
+        else:
+            out = {"anyOf": subtypes}
+        if type(None) in args:
+            out["nullable"] = True
+        return out
+    if origin is typing.Literal:
+        return _scalar_values_schema(list(args), where)
+    # Containers keep the shape of a full schema (``items``, ``additionalProperties``),
+    # since a union of them is written with ``anyOf`` (in hint order) rather than a
+    # sorted ``type`` list, and that order decides which cast is tried first.
+    if origin in (list, set, frozenset):
+        return {"type": "array", "items": _hint_schema(args[0], where)} if args else {"type": "array"}
+    if origin is tuple:
+        if not args:
+            return {"type": "array"}
+        return {"type": "array", "prefixItems": [_hint_schema(a, where) for a in args if a is not Ellipsis]}
+    if origin is dict:
+        if len(args) == 2:
+            return {"type": "object", "additionalProperties": _hint_schema(args[1], where)}
+        return {"type": "object"}
+    raise ValueError(f"tools: {where}: cannot type the hint {hint!r}; pass the tool as a JSON schema dict instead")
+
+
+def _scalar_values_schema(values: list, where: str) -> dict:
+    kinds = []
+    for value in values:
+        kind = _JSON_SCALARS.get(type(value))
+        if kind is None:
+            raise ValueError(f"tools: {where}: the value {value!r} cannot be written as a JSON scalar")
+        if kind not in kinds:
+            kinds.append(kind)
+    if not kinds:
+        raise ValueError(f"tools: {where}: an Enum/Literal without values can never match")
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+
+
+def _function_properties(func: Callable) -> dict:
+    name = getattr(func, "__name__", "tool")
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as exc:  # unresolvable forward references and the like
+        raise ValueError(f"tools: {name}: cannot read the type hints ({exc})") from exc
+    params = list(inspect.signature(func).parameters.values())
+    skip = None
+    if params and params[0].name in ("self", "cls") and params[0].annotation is inspect.Parameter.empty:
+        skip = params[0].name
+    properties = {}
+    for param in params:
+        if param.name == skip or param.name not in hints:
+            continue  # an unannotated parameter is left as the model wrote it
+        properties[param.name] = _hint_schema(hints[param.name], f"{name}({param.name})")
+    return properties
+
+
+def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
+    """Map each tool's name to ``{parameter: types}`` for casting its arguments."""
+    table: ToolTypes = {}
+    for tool in tools or ():
+        if inspect.isfunction(tool) or inspect.ismethod(tool):
+            table[tool.__name__] = {
+                key: schema_types(schema) for key, schema in _function_properties(tool).items()
+            }
+            continue
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        parameters = fn.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        if not isinstance(properties, dict):
+            properties = {}
+        table[fn["name"]] = {key: schema_types(schema) for key, schema in properties.items()}
+    return table
+
+
+def _cast(raw: str, kinds: tuple[str, ...]) -> Any:
+    for kind in kinds:
+        try:
+            if kind == "integer":
+                try:
+                    return int(raw)
+                except ValueError:
+                    number = float(raw)  # "3.0" is an integer too
+                    if number.is_integer():
+                        return int(number)
+                    continue
+            if kind == "number":
+                number = float(raw)
+                if number != number or number == _INF or number == -_INF:
+                    continue  # NaN and infinities are not JSON numbers
+                return int(number) if number.is_integer() and "." not in raw else number
+            if kind == "boolean":
+                word = raw.strip().lower()
+                if word in ("true", "1", "false", "0"):
+                    return word in ("true", "1")
+            elif kind == "null":
+                if raw.strip() in ("null", "None"):
+                    return None
+            elif kind == "object" or kind == "array":
+                decoded = json.loads(raw)
+                if isinstance(decoded, dict if kind == "object" else list):
+                    return decoded
+        except ValueError:
+            continue
+    return raw
+
+
+def coerce_value(value: Any, table: ToolTypes) -> Any:
+    """Cast the string arguments of every tool call in ``value`` (in place), and return it."""
+    if isinstance(value, list):
+        return [coerce_value(item, table) for item in value]
+    fn = value.get("function") if isinstance(value, dict) else None
+    if not isinstance(fn, dict):
+        return value
+    name, arguments = fn.get("name"), fn.get("arguments")
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return value
+    params = table.get(name)
+    if params:
+        for key, argument in arguments.items():
+            kinds = params.get(key)
+            if not kinds:
+                continue
+            if isinstance(argument, str):
+                arguments[key] = _cast(argument, kinds)
+            elif isinstance(argument, list) and "array" not in kinds:
+                # repeated keys collected by xml-inline's merge_duplicates
+                arguments[key] = [_cast(item, kinds) if isinstance(item, str) else item for item in argument]
+    return value

@@ -1,0 +1,213 @@
+"""The public API: argument handling, batches, template sources, stream lifecycle,
+the progress rule, and the compile cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import respc
+from respc.runtime import loader
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>"},
+    },
+}
+OUTPUT = '<think>plan</think>Sure.<tool_call>{"name": "f", "arguments": {"x": "1"}}</tool_call><|im_end|>'
+EXPECTED = {
+    "role": "assistant",
+    "reasoning_content": "plan",
+    "content": "Sure.",
+    "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": "1"}}}],
+}
+
+
+def test_parse_response_single_and_batch():
+    assert respc.parse_response(OUTPUT, TEMPLATE, prefix="") == EXPECTED
+    assert respc.parse_response([OUTPUT, "hi<|im_end|>"], TEMPLATE, prefix="") == [
+        EXPECTED,
+        {"role": "assistant", "content": "hi"},
+    ]
+    prefixes = ["", "<|im_start|>assistant\n<think>"]
+    got = respc.parse_response(["a", "b</think>c"], TEMPLATE, prefix=prefixes)
+    assert got == [
+        {"role": "assistant", "content": "a"},
+        {"role": "assistant", "reasoning_content": "b", "content": "c"},
+    ]
+
+
+def test_prefix_is_required_and_checked():
+    with pytest.raises(ValueError, match='prefix=""'):
+        respc.parse_response(OUTPUT, TEMPLATE)
+    with pytest.raises(ValueError, match='prefix=""'):
+        respc.ResponseParser(TEMPLATE)
+    with pytest.raises(ValueError, match='prefix=""'):
+        respc.get_response_parser(TEMPLATE)
+    with pytest.raises(ValueError, match="2 texts but 3 prefixes"):
+        respc.parse_response(["a", "b"], TEMPLATE, prefix=["", "", ""])
+    with pytest.raises(ValueError, match="single str"):
+        respc.parse_response("a", TEMPLATE, prefix=["a"])
+
+
+def test_template_sources_dict_path_compiled(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(TEMPLATE), encoding="utf-8")
+    compiled = respc.compile_template(TEMPLATE)
+    assert respc.compile_template(str(path)) is compiled  # same canonical template, same module
+    assert respc.compile_template(path) is compiled
+    assert respc.compile_template(compiled) is compiled
+    assert respc.parse_response(OUTPUT, path, prefix="") == EXPECTED
+    assert compiled.parse(OUTPUT, prefix="") == EXPECTED
+    # a tokenizer_config.json holding the template is accepted too
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"response_template": TEMPLATE, "model_max_length": 8}), encoding="utf-8")
+    assert respc.compile_template(config) is compiled
+
+
+def test_template_file_errors_name_the_file(tmp_path):
+    with pytest.raises(respc.TemplateError, match="no such template file"):
+        respc.compile_template(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(respc.TemplateError, match=r"bad\.json: not valid JSON \(line 1"):
+        respc.compile_template(bad)
+
+
+def test_stream_lifecycle_and_initial_events():
+    parser = respc.ResponseParser(TEMPLATE, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>")
+    assert parser.initial_events == [{"type": "region_open", "field": "reasoning_content"}]
+    events = []
+    for ch in "x</think>y<|im_end|>":
+        events += parser.feed(ch)
+    message, final = parser.finalize()
+    assert message == {"role": "assistant", "reasoning_content": "x", "content": "y"}
+    assert events[0] == {"type": "region_chunk", "field": "reasoning_content", "text": "x", "dirty": False}
+    assert final == []
+    with pytest.raises(RuntimeError, match="finalized"):
+        parser.feed("more")
+    with pytest.raises(RuntimeError, match="finalized"):
+        parser.finalize()
+
+
+def test_held_partial_delimiter_is_released_when_it_fails():
+    parser = respc.ResponseParser(TEMPLATE, "")
+    assert parser.feed("a<thi") == [
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": "a", "dirty": False},
+    ]
+    assert parser.feed("s is") == [{"type": "region_chunk", "field": "content", "text": "<this is", "dirty": False}]
+
+
+def test_progress_rule_terminates_where_the_reference_loops():
+    """The issue's example: the reference never returns; respc reports the empty region once."""
+    template = {
+        "start_anchor": "A",
+        "fields": {
+            "x": {"close_pattern": "$"},
+            "y": {"open_pattern": "(?:^|<b>\\s*)", "close_pattern": "$", "repeats": True, "join": "\n"},
+        },
+    }
+    parser = respc.ResponseParser(template, "")
+    events = parser.feed("\n")
+    # y opens (empty ^) and closes ($ before the final newline) once; its open may not fire
+    # again at 0, so the implicit x's empty close at 0 ends the pass (the reference's guard).
+    assert events == [
+        {"type": "region_open", "field": "y"},
+        {"type": "region_close", "field": "y", "value": ""},
+    ]
+    assert parser.finalize() == ({}, [])
+    assert respc.parse_response("", template, prefix="") == {}
+    # streamed one character at a time, a long input still finishes, event by event
+    text = "\n<b>x\n" * 3000
+    parser = respc.ResponseParser(template, "")
+    count = sum(len(parser.feed(ch)) for ch in text)
+    message, _ = parser.finalize()
+    assert count > 3000 and message["y"].count("x") == 3000
+    assert respc.parse_response(text, template, prefix="")["y"].count("<b>x") == 3000
+
+
+def test_compiled_template_repr_and_attributes():
+    compiled = respc.load("qwen3")
+    assert "qwen3" in repr(compiled) and compiled.hash.startswith("sha256:")
+    assert compiled.source.startswith("# Generated by respc")
+    assert compiled.template["start_anchor"] == "<|im_start|>assistant\n"
+
+
+# --- the disk cache --------------------------------------------------------------------
+CACHED = {"start_anchor": "S", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "int"}}}
+
+
+def _fresh_compile(template):
+    """Compile in a clean in-process cache (as a new process would)."""
+    from respc import api
+
+    api._BY_CANONICAL.clear()
+    return respc.compile_template(template)
+
+
+def test_disk_cache_roundtrip_and_corruption(tmp_path, monkeypatch):
+    monkeypatch.setenv(loader.CACHE_ENV, str(tmp_path))
+    first = _fresh_compile(CACHED)
+    files = list(tmp_path.glob("*.py"))
+    assert len(files) == 1 and files[0].read_text().startswith("# respc-cache sha256=")
+    assert loader.read_cached(first.hash) == first.source
+
+    # tamper: the file no longer matches its stamp -> ignored, recompiled, rewritten
+    data = files[0].read_text()
+    files[0].write_text(data.replace("int(body.strip())", "__import__('os').getpid()"))
+    assert loader.read_cached(first.hash) is None
+    second = _fresh_compile(CACHED)
+    assert second.parse("<v> 7 </v>", prefix="") == {"v": 7}
+    assert loader.read_cached(first.hash) == first.source  # rewritten intact
+
+    # garbage and a file made for another hash are ignored too
+    files[0].write_bytes(b"\xff\xfe garbage")
+    assert loader.read_cached(first.hash) is None
+    assert _fresh_compile(CACHED).parse("<v>3</v>", prefix="") == {"v": 3}
+
+
+def test_disk_cache_can_be_disabled(tmp_path, monkeypatch):
+    monkeypatch.setenv(loader.CACHE_ENV, "")
+    assert loader.cache_dir() is None
+    assert _fresh_compile(CACHED).parse("<v>1</v>", prefix="") == {"v": 1}
+
+
+_CHILD = """
+import json, sys
+import respc
+compiled = respc.compile_template(json.loads(sys.argv[1]))
+print(json.dumps([compiled.hash, compiled.parse("<v>5</v>", prefix="")]))
+"""
+
+
+def test_two_processes_compiling_at_once_both_succeed(tmp_path):
+    env = {**os.environ, loader.CACHE_ENV: str(tmp_path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, json.dumps(CACHED)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    results = [json.loads(proc.communicate(timeout=300)[0]) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    assert results[0] == results[1] and results[0][1] == {"v": 5}
+    assert len(list(tmp_path.glob("*.py"))) == 1
+    assert not list(tmp_path.glob(".tmp-*"))
