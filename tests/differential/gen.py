@@ -120,6 +120,7 @@ class Input:
     batch: bool = False  # also run respc's batch parse_response(list) on [text, ...]
     batch_texts: list[str] | None = None
     clean: bool = False
+    tools_as: str = "list"  # or "tuple"
 
 
 @dataclass
@@ -482,6 +483,14 @@ def gen_field(rng: random.Random, name: str, palette: list[str], implicit: bool,
     elif role == "tool_json":
         content = "json"
         transform = dict(TOOL_TRANSFORM) if chance(rng, 0.85) else None
+        if transform is not None and chance(rng, 0.2):
+            # aliasing: the same parsed object reachable twice (in-place argument coercion shows in both)
+            transform = pick(rng, [
+                {"type": "function", "function": "{content}", "raw": "{content}"},
+                {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}, "args": "{content.arguments}"},
+                ["{content}", {"function": "{content}"}],
+                {"function": "{content}", "again": {"function": "{content}"}},
+            ])
     elif role == "tool_named":
         content = pick(rng, ["json", "xml-inline", "kv-lines", "json"])
         g = groups[0] if groups else "name"
@@ -804,6 +813,10 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
             out.append({"kind": "json", "value": fn})
         else:
             out.append({"kind": "json", "value": {"type": "function", "function": fn}})
+    if universe and chance(rng, 0.05):
+        # same name twice: the later schema wins in the reference
+        t = pick(rng, universe)
+        out.append({"kind": "json", "value": {"name": t["name"], "parameters": {"type": "object", "properties": {a: {"type": "string"} for a, _ in t["args"]}}}})
     if chance(rng, 0.05):
         out.append({"kind": "json", "value": pick(rng, [{"type": "function"}, {"name": 3}, {"function": {"name": "f", "parameters": 5}}, {"function": "x"}])})
     if chance(rng, 0.03):
@@ -839,7 +852,12 @@ def pyfunc_source(tool: dict, method: bool = False) -> str:
 _PYFUNC_CACHE: dict[tuple[str, str], Any] = {}
 
 
-def materialize_tools(specs: list[dict] | None) -> list | None:
+def materialize_tools(specs: list[dict] | None, tools_as: str = "list") -> list | tuple | None:
+    out = _materialize_tools(specs)
+    return tuple(out) if out is not None and tools_as == "tuple" else out
+
+
+def _materialize_tools(specs: list[dict] | None) -> list | None:
     """Turn serialisable tool descriptors into the objects passed to the parsers (fresh each time)."""
     if specs is None:
         return None
@@ -1206,6 +1224,10 @@ def gen_group(seed: int, index: int, inputs_per_group: int = 8) -> Group:
         text = gen_text(rng, meta, clean, pending)
         tools = gen_tools(rng, meta.tool_universe) if chance(rng, 0.4) else None
         inp = Input(prefix, text, tools, gen_chunkings(rng, text), clean=clean)
+        if tools is not None and chance(rng, 0.1):
+            inp.tools_as = "tuple"
+        elif tools is None and chance(rng, 0.03):
+            inp.tools = []
         if chance(rng, 0.04):
             inp.batch = True
             inp.batch_texts = [text, gen_text(rng, meta), gen_text(rng, meta)]

@@ -204,6 +204,7 @@ def run_stream(make: Callable[[], Any], chunks: list[str], timeout: float, templ
             except (Exception, Diverged, Timeout) as e:
                 tr.add_err("construct", e, template_error_cls)
                 return tr
+            raw: list = [p.initial_events]
             tr.add_ok("initial_events", norm(p.initial_events))
             for i, c in enumerate(chunks):
                 label = f"feed[{i}]"
@@ -212,6 +213,7 @@ def run_stream(make: Callable[[], Any], chunks: list[str], timeout: float, templ
                 except (Exception, Diverged, Timeout) as e:
                     tr.add_err(label, e)
                     return tr
+                raw.append(ev)
                 tr.add_ok(label, norm(ev))
             try:
                 res = p.finalize()
@@ -219,7 +221,13 @@ def run_stream(make: Callable[[], Any], chunks: list[str], timeout: float, templ
             except (Exception, Diverged, Timeout) as e:
                 tr.add_err("finalize", e)
                 return tr
+            raw.append(ev)
             tr.add_ok("finalize", (norm(msg), norm(ev)))
+            # events handed out earlier must not have changed since (no later mutation of shared values)
+            tr.add_ok("events_at_end", norm(raw))
+            # then scribble over everything handed out: shared state would leak into later cases
+            vandalize(raw)
+            vandalize(msg)
             for label, fn in (("feed_after_finalize", lambda: p.feed("x")), ("finalize_again", p.finalize)):
                 try:
                     fn()
@@ -240,7 +248,25 @@ def run_oneshot(fn: Callable[[], Any], timeout: float, template_error_cls=None) 
             tr.add_err("parse_response", e, template_error_cls)
             return tr
     tr.add_ok("parse_response", norm(res))
+    vandalize(res)
     return tr
+
+
+def vandalize(obj: Any, _seen: set | None = None) -> None:
+    """Mutate every list/dict reachable from ``obj`` (results must be fresh objects)."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return
+    if isinstance(obj, dict):
+        seen.add(id(obj))
+        for v in list(obj.values()):
+            vandalize(v, seen)
+        obj["__vandalized__"] = True
+    elif isinstance(obj, list):
+        seen.add(id(obj))
+        for v in list(obj):
+            vandalize(v, seen)
+        obj.append("__vandalized__")
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,12 +293,18 @@ def compare(ref: Trace, got: Trace, ref_rejects_template: bool) -> tuple[str, st
         if r[1] == "err" or g[1] == "err":
             return (f"error@{_step_kind(label)}", f"{label}: ref={_short(r)} respc={_short(g)}")
         # both ok, payload differs
-        if unordered(r[2]) == unordered(g[2]):
-            return (f"order-only@{_step_kind(label)}", f"{label}: dict key order differs")
         if label == "finalize":
+            if unordered(r[2][0]) == unordered(g[2][0]) and unordered(r[2][1]) == unordered(g[2][1]):
+                return ("order-only@finalize", "finalize: dict key order differs")
             if r[2][0] != g[2][0]:
                 return ("message", "finalize: message differs")
             return ("final-events", "finalize: final events differ")
+        if unordered(r[2]) == unordered(g[2]):
+            return (f"order-only@{_step_kind(label)}", f"{label}: dict key order differs")
+        if label == "events_at_end":
+            return ("events-mutated-later", "events returned earlier changed by the end of the stream")
+        if label in ("parse_response", "batch"):
+            return (f"message@{label}", f"{label}: message differs")
         return (f"events@{_step_kind(label)}", f"{label}: events differ")
     return None
 
@@ -450,14 +482,14 @@ class Runner:
                 label = labels[ci] if ci < len(labels) else f"chunking{ci}"
 
                 def mk_ref(chunks=chunks):
-                    return GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools), budget=budget)
+                    return GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as), budget=budget)
 
                 ref = run_stream(mk_ref, chunks, REF_TIMEOUT)
                 if ci == 0 and ref.error in ("diverged", "timeout"):
                     whole_diverged = True
 
                 def got_fn(chunks=chunks):
-                    return run_stream(lambda: R.ResponseParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools)), chunks, RESPC_TIMEOUT, tec)
+                    return run_stream(lambda: R.ResponseParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), chunks, RESPC_TIMEOUT, tec)
 
                 self._one(group, ii, label, inp, chunks, ref, got_fn, need_te)
 
@@ -466,10 +498,10 @@ class Runner:
                 st.cases += 1
                 st.skipped_divergent += 1
             else:
-                ref = run_oneshot(lambda: ref_parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools)), REF_TIMEOUT)
+                ref = run_oneshot(lambda: ref_parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), REF_TIMEOUT)
                 self._one(
                     group, ii, "parse_response", inp, [inp.text], ref,
-                    lambda: run_oneshot(lambda: R.parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools)), RESPC_TIMEOUT, tec),
+                    lambda: run_oneshot(lambda: R.parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), RESPC_TIMEOUT, tec),
                     need_te,
                 )
             # batch parse_response (respc accepts a list of texts)
@@ -479,7 +511,7 @@ class Runner:
                 def ref_batch():
                     out = []
                     for t in texts:
-                        p = GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools), budget=4 * (len(inp.prefix or "") + len(t)) + 64)
+                        p = GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as), budget=4 * (len(inp.prefix or "") + len(t)) + 64)
                         p.feed(t)
                         out.append(p.finalize()[0])
                     return out
@@ -487,7 +519,7 @@ class Runner:
                 ref = run_oneshot(ref_batch, REF_TIMEOUT)
                 self._one(
                     group, ii, "batch", inp, texts, ref,
-                    lambda: run_oneshot(lambda: R.parse_response(list(texts), tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools)), RESPC_TIMEOUT, tec),
+                    lambda: run_oneshot(lambda: R.parse_response(list(texts), tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), RESPC_TIMEOUT, tec),
                     need_te,
                 )
         if tpl != snapshot or (json.dumps(tpl, sort_keys=False, default=repr) != json.dumps(snapshot, sort_keys=False, default=repr)):
