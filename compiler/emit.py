@@ -183,10 +183,14 @@ class _ScanWriter:
             self.emit(f"i = buf.find({literal(lit)}, pos)")
             self.emit("if i >= 0:")
             self.candidate("i", f"i + {len(lit)}", w.action, "None", 1, str(len(lit)))
-            self.emit("elif not eos:")
-            self.emit(f"i = _base.partial_start(buf, pos, {literal(lit)})", 1)
-            self.emit("if i < hold:", 1)
-            self.emit("hold = i", 2)
+            if len(lit) > 1:  # a one-character literal has no partial form
+                self.emit("elif not eos:")
+                self.emit(f"# held: a tail of the buffer that may grow into {comment_text(lit)}", 1)
+                self.emit(f"i = buf.find({literal(lit[0])}, n - {len(lit) - 1} if n - {len(lit) - 1} > pos else pos)", 1)
+                self.emit("if i >= 0:", 1)
+                self.emit(f"i = _base.partial_start(buf, i, {literal(lit)})", 2)
+                self.emit("if i < hold:", 2)
+                self.emit("hold = i", 3)
         elif d.kind == "literal_set":
             self.emit("s = -1")
             for lit in d.literals:  # longest first: at one position the longest wins
@@ -202,13 +206,42 @@ class _ScanWriter:
                 self.candidate("s", "e", w.action, "None", 2)
             else:
                 self.candidate("s", "e", w.action, "None", 1)
-            self.emit("elif not eos:")
-            self.emit(f"i = _base.partial_start_any(buf, pos, {literal(d.literals)})", 1)
-            self.emit("if i < hold:", 1)
-            self.emit("hold = i", 2)
+            longest = len(d.literals[0])
+            if longest > 1:
+                firsts = sorted({lit[0] for lit in d.literals})
+                self.emit("elif not eos:")
+                self.emit(f"j = n - {longest - 1} if n - {longest - 1} > pos else pos", 1)
+                probe = " or ".join(f"buf.find({literal(c)}, j) >= 0" for c in firsts)
+                self.emit(f"if {probe}:", 1)
+                self.emit(f"i = _base.partial_start_any(buf, pos, {literal(d.literals)})", 2)
+                self.emit("if i < hold:", 2)
+                self.emit("hold = i", 3)
         else:
             name = self.regex_names[d.pattern]
-            self.emit(f"m = {name}.search(buf, pos, partial=not eos)")
+            info = d.lead
+            if info is None:
+                self.emit(f"m = {name}.search(buf, pos, partial=not eos)")
+            else:
+                firsts = sorted(info.firsts)
+                shown = ", ".join(comment_text(c) for c in firsts)
+                self.emit(f"# every match is {'whitespace, then ' if info.ws else ''}one of: {shown}; find that first")
+                self.emit(f"i = buf.find({literal(firsts[0])}, pos)")
+                for c in firsts[1:]:
+                    self.emit(f"j = buf.find({literal(c)}, pos)")
+                    self.emit("if j >= 0 and (i < 0 or j < i):")
+                    self.emit("i = j", 1)
+                self.emit("if i < 0:")
+                self.emit("m = None", 1)
+                if info.ws:
+                    self.emit("if not eos:", 1)
+                    self.emit("# only a trailing whitespace run may still become a match", 2)
+                    self.emit("i = _base.ws_run_start(buf, pos, n)", 2)
+                    self.emit("if i < hold:", 2)
+                    self.emit("hold = i", 3)
+                self.emit("else:")
+                if info.ws:
+                    self.emit("i = _base.ws_run_start(buf, pos, i)", 1)
+                self.emit(f"m = {name}.search(buf, i, partial=not eos)", 1)
             if free and w.is_open:
                 # Progress rule (see docs/parity.md): no zero-width open again where a
                 # region just opened and closed without consuming input.
@@ -338,6 +371,9 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     for f, ident in zip(ir.fields, idents):
         scan_table.append(free_name if f.implicit else f"_state_{ident}")
     scan_table.append(free_name)
+    free_state = ir.states[-1]
+    fast_table = tuple(free_state.fast if f.implicit else ir.states[f.index].fast for f in ir.fields)
+    fast_table += (free_state.fast,)
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
     return _environment().get_template("module.py.j2").render(
         version=version,
@@ -358,6 +394,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         states=states,
         scan_table=scan_table,
         finish_table=[f["name"] for f in finishers],
+        fast=fast_table,
     )
 
 

@@ -15,17 +15,13 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
+from .regexinfo import Lead, lead, lookback
 from .validate import REGEX_FLAGS, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
 
 CLOSE = -1
 
-#: Characters of consumed input kept for regexes that may look behind their
-#: start (``^``, ``\b``, ...). Patterns that can look back without bound
-#: (lookbehind, reverse or word-boundary flags) keep everything instead.
-REGEX_CONTEXT = 16
-_UNBOUNDED_LOOKBACK = regex.compile(r"\(\?<[=!]|\(\?[a-zA-Z^-]*[rw]")
 
 # A pattern made only of these (and lookarounds) can only ever match empty.
 _ZERO_WIDTH_TOKENS = ("^", "$", "\\A", "\\Z", "\\z", "\\b", "\\B", "\\G", "\\m", "\\M")
@@ -42,6 +38,7 @@ class Delimiter:
     extends: bool = False  # literal_set: some literal is a strict prefix of another
     pattern: str | None = None  # regex kinds, and the alternation of a literal set
     groups: tuple[str, ...] = ()  # named groups (regex kinds)
+    lead: Lead | None = None  # how every match begins, when known (see regexinfo)
 
     @property
     def is_literal(self) -> bool:
@@ -100,6 +97,15 @@ class State:
     free: bool  # the implicit/null state (watches every open)
     watches: list[Watch] = dc_field(default_factory=list)
 
+    @property
+    def fast(self) -> tuple[tuple[str, ...], bool] | None:
+        """(first characters, whitespace-led) of all watches, when every one is known."""
+        leads = [w.delim.lead for w in self.watches]
+        if any(info is None for info in leads):
+            return None
+        firsts = sorted({c for info in leads for c in info.firsts})
+        return tuple(firsts), any(info.ws for info in leads)
+
 
 @dataclass
 class TemplateIR:
@@ -115,10 +121,11 @@ class TemplateIR:
 def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter:
     literals = [value] if isinstance(value, str) else list(dict.fromkeys(value))
     ordered = tuple(sorted(literals, key=len, reverse=True))  # stable: ties keep first-seen order
+    firsts = Lead(frozenset(s[0] for s in ordered), False)
     if len(ordered) == 1:
-        return Delimiter("literal", key, path, literals=ordered)
+        return Delimiter("literal", key, path, literals=ordered, lead=firsts)
     extends = any(a != b and a.startswith(b) for a in ordered for b in ordered)
-    return Delimiter("literal_set", key, path, literals=ordered, extends=extends)
+    return Delimiter("literal_set", key, path, literals=ordered, extends=extends, lead=firsts)
 
 
 def _skip_group(pattern: str, i: int) -> int:
@@ -168,7 +175,8 @@ def is_zero_width(pattern: str) -> bool:
 def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
     groups = tuple(regex.compile(pattern, REGEX_FLAGS).groupindex)
     kind = "zero_width" if is_zero_width(pattern) else "regex"
-    return Delimiter(kind, key, path, pattern=pattern, groups=groups)
+    info = lead(pattern) if kind == "regex" else None
+    return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info)
 
 
 def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple) -> Delimiter | None:
@@ -220,13 +228,8 @@ def build_ir(template: dict) -> TemplateIR:
 
     anchor = _delimiter(template, "start_anchor", "start_anchor_pattern", ())
     delimiters = [d for f in fields for d in (f.open, f.close) if d is not None]
-    patterns = [d.pattern for d in delimiters if d.pattern is not None]
-    if any(_UNBOUNDED_LOOKBACK.search(p) for p in patterns):
-        context = -1
-    elif patterns:
-        context = REGEX_CONTEXT
-    else:
-        context = 0
+    needs = [lookback(d.pattern) for d in delimiters if d.pattern is not None]
+    context = -1 if -1 in needs else max(needs, default=0)
     return TemplateIR(
         fields=fields,
         states=states,

@@ -85,6 +85,9 @@ class Parser(_base.ParserBase):
     JOIN = (None, None, None)
     REPEATS = (False, False, False)
     CONTEXT = 0
+    # per state (fields in order, then the free state): the first characters of every
+    # watched delimiter and whether one may start with whitespace; None: always scan
+    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
 
     @staticmethod
     def cut_prefix(prefix):
@@ -102,9 +105,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 16, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|END_THINKING|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|END_THINKING|>
+            i = buf.find("<", n - 15 if n - 15 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|END_THINKING|>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_tool_calls(self, buf, pos, eos):
@@ -117,9 +123,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 14, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|END_ACTION|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|END_ACTION|>
+            i = buf.find("<", n - 13 if n - 13 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|END_ACTION|>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_content(self, buf, pos, eos):
@@ -132,9 +141,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 16, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|END_RESPONSE|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|END_RESPONSE|>
+            i = buf.find("<", n - 15 if n - 15 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|END_RESPONSE|>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_free(self, buf, pos, eos):
@@ -147,27 +159,36 @@ class Parser(_base.ParserBase):
         if i >= 0:
             best = (i, i + 18, 2, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|START_RESPONSE|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|START_RESPONSE|>
+            i = buf.find("<", n - 17 if n - 17 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|START_RESPONSE|>")
+                if i < hold:
+                    hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
         i = buf.find("<|START_THINKING|>", pos)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 18 > best[1] - best[0]):
                 best = (i, i + 18, 0, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|START_THINKING|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|START_THINKING|>
+            i = buf.find("<", n - 17 if n - 17 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|START_THINKING|>")
+                if i < hold:
+                    hold = i
         # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
         i = buf.find("<|START_ACTION|>", pos)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 16 > best[1] - best[0]):
                 best = (i, i + 16, 1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|START_ACTION|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|START_ACTION|>
+            i = buf.find("<", n - 15 if n - 15 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|START_ACTION|>")
+                if i < hold:
+                    hold = i
         if best is not None and best[0] < hold:
             return best
         return hold

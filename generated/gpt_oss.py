@@ -88,7 +88,10 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = ("\n", None, "\n\n")
     REPEATS = (True, True, True)
-    CONTEXT = 16
+    CONTEXT = 0
+    # per state (fields in order, then the free state): the first characters of every
+    # watched delimiter and whether one may start with whitespace; None: always scan
+    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
 
     @staticmethod
     def cut_prefix(prefix):
@@ -106,9 +109,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 7, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|end|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|end|>
+            i = buf.find("<", n - 6 if n - 6 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|end|>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_tool_calls(self, buf, pos, eos):
@@ -121,9 +127,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 8, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|call|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|call|>
+            i = buf.find("<", n - 7 if n - 7 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|call|>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_content(self, buf, pos, eos):
@@ -142,9 +151,11 @@ class Parser(_base.ParserBase):
             if s < hold:
                 return (s, e, -1, None)
         elif not eos:
-            i = _base.partial_start_any(buf, pos, ("<|return|>", "<|end|>"))
-            if i < hold:
-                hold = i
+            j = n - 9 if n - 9 > pos else pos
+            if buf.find("<", j) >= 0:
+                i = _base.partial_start_any(buf, pos, ("<|return|>", "<|end|>"))
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_free(self, buf, pos, eos):
@@ -163,22 +174,32 @@ class Parser(_base.ParserBase):
         if s >= 0:
             best = (s, e, 2, None)
         elif not eos:
-            i = _base.partial_start_any(
-                buf, pos, ("<|channel|>commentary<|message|>", "<|channel|>final<|message|>")
-            )
-            if i < hold:
-                hold = i
+            j = n - 31 if n - 31 > pos else pos
+            if buf.find("<", j) >= 0:
+                i = _base.partial_start_any(
+                    buf, pos, ("<|channel|>commentary<|message|>", "<|channel|>final<|message|>")
+                )
+                if i < hold:
+                    hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
         i = buf.find("<|channel|>analysis<|message|>", pos)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 30 > best[1] - best[0]):
                 best = (i, i + 30, 0, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<|channel|>analysis<|message|>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <|channel|>analysis<|message|>
+            i = buf.find("<", n - 29 if n - 29 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<|channel|>analysis<|message|>")
+                if i < hold:
+                    hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex <\\|channel\\|>commentary to=functions\\.(?P<name>\\w+).*?<\\|message\\|>
-        m = _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=not eos)
+        # every match is one of: <; find that first
+        i = buf.find("<", pos)
+        if i < 0:
+            m = None
+        else:
+            m = _RE_TOOL_CALLS_OPEN_0.search(buf, i, partial=not eos)
         if m is not None and m.start() == self._ban and m.end() == self._ban:
             m = (
                 _RE_TOOL_CALLS_OPEN_0.search(buf, self._ban + 1, partial=not eos)

@@ -89,7 +89,10 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = (None, None, None)
     REPEATS = (False, True, False)
-    CONTEXT = 16
+    CONTEXT = 0
+    # per state (fields in order, then the free state): the first characters of every
+    # watched delimiter and whether one may start with whitespace; None: always scan
+    FAST = ((("<",), False), (("<",), False), (("<",), True), (("<",), True))
 
     @staticmethod
     def cut_prefix(prefix):
@@ -107,9 +110,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 8, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "</think>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into </think>
+            i = buf.find("<", n - 7 if n - 7 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "</think>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_tool_calls(self, buf, pos, eos):
@@ -122,9 +128,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 12, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "</tool_call>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into </tool_call>
+            i = buf.find("<", n - 11 if n - 11 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "</tool_call>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_free(self, buf, pos, eos):
@@ -137,11 +146,25 @@ class Parser(_base.ParserBase):
         if i >= 0:
             best = (i, i + 7, 0, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<think>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <think>
+            i = buf.find("<", n - 6 if n - 6 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<think>")
+                if i < hold:
+                    hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>\\s*<function=(?P<name>\\w+)>
-        m = _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=not eos)
+        # every match is whitespace, then one of: <; find that first
+        i = buf.find("<", pos)
+        if i < 0:
+            m = None
+            if not eos:
+                # only a trailing whitespace run may still become a match
+                i = _base.ws_run_start(buf, pos, n)
+                if i < hold:
+                    hold = i
+        else:
+            i = _base.ws_run_start(buf, pos, i)
+            m = _RE_TOOL_CALLS_OPEN_0.search(buf, i, partial=not eos)
         if m is not None and m.start() == self._ban and m.end() == self._ban:
             m = (
                 _RE_TOOL_CALLS_OPEN_0.search(buf, self._ban + 1, partial=not eos)
@@ -157,7 +180,18 @@ class Parser(_base.ParserBase):
                 if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                     best = (s, e, 1, m)
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)
-        m = _RE_CONTENT_CLOSE_1.search(buf, pos, partial=not eos)
+        # every match is whitespace, then one of: <; find that first
+        i = buf.find("<", pos)
+        if i < 0:
+            m = None
+            if not eos:
+                # only a trailing whitespace run may still become a match
+                i = _base.ws_run_start(buf, pos, n)
+                if i < hold:
+                    hold = i
+        else:
+            i = _base.ws_run_start(buf, pos, i)
+            m = _RE_CONTENT_CLOSE_1.search(buf, i, partial=not eos)
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):

@@ -66,6 +66,9 @@ class Parser(_base.ParserBase):
     JOIN = (None, None, None)
     REPEATS = (False, True, False)
     CONTEXT = 0
+    # per state (fields in order, then the free state): the first characters of every
+    # watched delimiter and whether one may start with whitespace; None: always scan
+    FAST = ((("<",), False), (("<",), False), (("\n", "<"), False), (("\n", "<"), False))
 
     @staticmethod
     def cut_prefix(prefix):
@@ -83,9 +86,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 8, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "</think>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into </think>
+            i = buf.find("<", n - 7 if n - 7 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "</think>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_tool_calls(self, buf, pos, eos):
@@ -98,9 +104,12 @@ class Parser(_base.ParserBase):
             if i < hold:
                 return (i, i + 12, -1, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "</tool_call>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into </tool_call>
+            i = buf.find("<", n - 11 if n - 11 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "</tool_call>")
+                if i < hold:
+                    hold = i
         return hold
 
     def _state_free(self, buf, pos, eos):
@@ -113,9 +122,12 @@ class Parser(_base.ParserBase):
         if i >= 0:
             best = (i, i + 7, 0, None)
         elif not eos:
-            i = _base.partial_start(buf, pos, "<think>")
-            if i < hold:
-                hold = i
+            # held: a tail of the buffer that may grow into <think>
+            i = buf.find("<", n - 6 if n - 6 > pos else pos)
+            if i >= 0:
+                i = _base.partial_start(buf, i, "<think>")
+                if i < hold:
+                    hold = i
         # open tool_calls -- fields.tool_calls.open: literal set \n\n<tool_call>, \n<tool_call>, <tool_call>
         s = -1
         i = buf.find("\n\n<tool_call>", pos)
@@ -131,11 +143,13 @@ class Parser(_base.ParserBase):
             if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                 best = (s, e, 1, None)
         elif not eos:
-            i = _base.partial_start_any(
-                buf, pos, ("\n\n<tool_call>", "\n<tool_call>", "<tool_call>")
-            )
-            if i < hold:
-                hold = i
+            j = n - 12 if n - 12 > pos else pos
+            if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:
+                i = _base.partial_start_any(
+                    buf, pos, ("\n\n<tool_call>", "\n<tool_call>", "<tool_call>")
+                )
+                if i < hold:
+                    hold = i
         # close content -- fields.content.close: literal set \n<|im_end|>, <|im_end|>
         s = -1
         i = buf.find("\n<|im_end|>", pos)
@@ -148,9 +162,11 @@ class Parser(_base.ParserBase):
             if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                 best = (s, e, -1, None)
         elif not eos:
-            i = _base.partial_start_any(buf, pos, ("\n<|im_end|>", "<|im_end|>"))
-            if i < hold:
-                hold = i
+            j = n - 10 if n - 10 > pos else pos
+            if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:
+                i = _base.partial_start_any(buf, pos, ("\n<|im_end|>", "<|im_end|>"))
+                if i < hold:
+                    hold = i
         if best is not None and best[0] < hold:
             return best
         return hold

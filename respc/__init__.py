@@ -8,8 +8,20 @@ output, whole or streamed, into a structured assistant message::
     message = respc.parse_response(output, respc.load("qwen3"), prefix=prompt)
 """
 
-from ._version import __version__
-from .api import (
+import os as _os
+
+# A source checkout keeps respc's subpackages beside this folder (compiler/, runtime/,
+# generated/, templates/; the build maps them into the package). Let `import respc` work
+# from the checkout too, e.g. `python -c "import respc"` run in the repository root.
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "compiler")) and _os.path.isfile(
+    _os.path.join(_root, "compiler", "__init__.py")
+):
+    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+del _root
+
+from ._version import __version__  # noqa: E402
+from .api import (  # noqa: E402
     CompiledTemplate,
     ResponseParser,
     bundled_templates,
@@ -18,7 +30,7 @@ from .api import (
     load,
     parse_response,
 )
-from .compiler import TemplateError
+from .compiler import TemplateError  # noqa: E402
 
 __all__ = [
     "__version__",

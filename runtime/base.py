@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from .tools import ToolTypes, coerce_value, tool_types
 
-__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "partial_start", "partial_start_any"]
+__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS", "partial_start", "partial_start_any", "ws_run_start"]
 
 #: ``action`` of a scan result that closes the current region.
 CLOSE = -1
@@ -77,6 +77,9 @@ class ParserBase:
         """Return the prefix from just after the last start anchor (all of it if there is none)."""
         raise NotImplementedError
 
+    #: per state: ``(first characters, whitespace prefix)`` of every watched delimiter, or None
+    FAST: ClassVar[tuple[tuple[tuple[str, ...], bool] | None, ...]] = ()
+
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
         if prefix is None:
@@ -85,32 +88,66 @@ class ParserBase:
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
         self._tools: ToolTypes = tool_types(tools)
         self._out: dict[str, Any] = deepcopy(self.DEFAULTS)
-        self._buf = ""
-        self._pos = 0
-        self._base = 0
-        self._ban = -1
+        self._ctx = ""  # consumed input kept for look-behind (at most CONTEXT chars)
+        self._held = ""  # input not consumed yet: a delimiter may start in it
+        self._done = 0  # characters consumed so far (offset of _held in the whole input)
+        self._ban = -1  # see the progress rule in _process
         self._opened_at = -1
         self._finalized = False
-        self._cur = self.IMPLICIT
-        self._scan = self.SCANS[-1]
-        self._parts: list[str] = []
+        self._parts: list[str] = []  # body of the open region: recent chunks...
+        self._acc = ""  # ...and everything before them
         self._caps: dict[str, str] = {}
-        self._opened = False
+        self._reset()
         self.initial_events: list[dict] = []
         if prefix:
             text = self.cut_prefix(prefix)
             if text:
-                self._buf = text
-                self._process(self.initial_events, False)
+                self._process(self.initial_events, False, text)
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
+        fast = self._fast
+        if fast is not None and text:
+            # Fast path: when no watched delimiter can start in the held text plus this
+            # chunk, all of it belongs to the current region (but a trailing whitespace
+            # run that a \s*-led delimiter could still grow from, which stays held).
+            held = self._held
+            x = held + text if held else text
+            firsts, ws = fast
+            for c in firsts:
+                if c in x:
+                    break
+            else:
+                n = cut = len(x)
+                if ws and x[-1] in REGEX_WS:
+                    cut = ws_run_start(x, 0, n)
+                events: list[dict] = []
+                if cut:
+                    piece = x[:cut] if cut < n else x
+                    cur = self._cur
+                    if cur >= 0:
+                        if not self._opened:
+                            self._opened = True
+                            events.append({"type": "region_open", "field": self._name})
+                        parts = self._parts
+                        parts.append(piece)
+                        if len(parts) > _MERGE_PARTS:
+                            self._compact()
+                        events.append({"type": "region_chunk", "field": self._name, "text": piece, "dirty": self._dirty})
+                    keep = self.CONTEXT
+                    if keep:
+                        ctx = self._ctx + piece
+                        self._ctx = ctx[-keep:] if keep > 0 else ctx
+                    self._done += cut
+                    self._ban = self._opened_at = -1  # positions behind us now
+                    self._held = x[cut:] if cut < n else ""
+                else:
+                    self._held = x
+                return events
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
-        if text:
-            self._buf += text
-        events: list[dict] = []
-        self._process(events, False)
+        events = []
+        self._process(events, False, text)
         return events
 
     def finalize(self) -> tuple[dict, list[dict]]:
@@ -118,7 +155,7 @@ class ParserBase:
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         events: list[dict] = []
-        self._process(events, True)
+        self._process(events, True, "")
         out = self._out
         missing = [name for name in self.REQUIRED if name not in out]
         if missing:
@@ -128,85 +165,94 @@ class ParserBase:
         defaults = self.DEFAULTS
         self._out = {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
+        self._fast = None
         return self._out, events
 
     # --- the state machine -------------------------------------------------
-    def _process(self, events: list[dict], eos: bool) -> None:
-        buf = self._buf
-        pos = self._pos
-        while True:
-            found = self._scan(self, buf, pos, eos)
-            if found.__class__ is int:
-                if eos:
-                    if pos < len(buf):
-                        self._accumulate(events, buf[pos:])
-                        pos = self._pos = len(buf)
-                    self._close_current(events)
-                elif found > pos:
-                    self._accumulate(events, buf[pos:found])
-                    pos = found
-                break
-            start, end, action, match = found
-            if start > pos:
-                self._accumulate(events, buf[pos:start])
-            pos = self._pos = end
-            if action >= 0:
-                self._close_current(events)
-                self._open(events, action, match, start, end)
-            else:
-                had_content = self._opened
-                if start == end and self._opened_at == start:
-                    # A region that opened and closes at this very position with zero-width
-                    # delimiters: its zero-width open may not fire here again (see _ban).
-                    self._ban = start
-                self._close_current(events)
-                if not had_content and start == end:
+    def _process(self, events: list[dict], eos: bool, text: str) -> None:
+        """Scan and commit delimiters over ``held + text`` (the slow path; see the module doc)."""
+        ctx = self._ctx
+        buf = ctx + self._held + text if (ctx or self._held) else text
+        pos = start = len(ctx)
+        try:
+            while True:
+                found = self._scan(self, buf, pos, eos)
+                if found.__class__ is int:
+                    if eos:
+                        if pos < len(buf):
+                            self._accumulate(events, buf[pos:])
+                            pos = len(buf)
+                        self._close_current(events)
+                    elif found > pos:
+                        self._accumulate(events, buf[pos:found])
+                        pos = found
                     break
-        self._pos = pos
-        if not eos:
-            self._trim(buf, pos)
+                begin, end, action, match = found
+                if begin > pos:
+                    self._accumulate(events, buf[pos:begin])
+                pos = end
+                if action >= 0:
+                    self._close_current(events)
+                    self._open(events, action, match, begin, end)
+                else:
+                    had_content = self._opened
+                    if begin == end and self._opened_at == begin:
+                        # Progress rule: this region opened and closes at one position with
+                        # zero-width delimiters. The reference would reopen it here forever;
+                        # instead no zero-width open may fire at this position again.
+                        self._ban = begin
+                    self._close_current(events)
+                    if not had_content and begin == end:
+                        break  # the reference's guard: an empty implicit region closing empty
+        finally:
+            # Keep the buffer consistent even when a content parser raised mid-way.
+            keep = self.CONTEXT
+            cut = 0 if keep < 0 else (pos - keep if pos > keep else 0)
+            self._ctx = buf[cut:pos]
+            self._held = buf[pos:]
+            self._done += pos - start
+            if cut:
+                self._ban -= cut
+                self._opened_at -= cut
 
-    def _trim(self, buf: str, pos: int) -> None:
-        """Drop consumed input, keeping ``CONTEXT`` characters before ``pos``."""
-        keep = self.CONTEXT
-        if keep >= 0 and pos > keep:
-            cut = pos - keep
-            self._buf = buf[cut:]
-            self._pos = pos - cut
-            self._base += cut
-            self._ban -= cut
-            self._opened_at -= cut
-        else:
-            self._buf = buf
+    def _compact(self) -> None:
+        """Fold the recent chunks into the accumulated body (in place when CPython can)."""
+        acc = self._acc
+        self._acc = ""
+        acc += "".join(self._parts)
+        self._acc = acc
+        self._parts.clear()
 
     def _accumulate(self, events: list[dict], text: str) -> None:
-        cur = self._cur
-        if cur < 0:
+        if self._cur < 0:
             return  # no region is open and the template has no implicit field
-        name = self.FIELDS[cur]
         if not self._opened:
             self._opened = True
-            events.append({"type": "region_open", "field": name})
+            events.append({"type": "region_open", "field": self._name})
         parts = self._parts
         parts.append(text)
-        if len(parts) >= _MERGE_PARTS:
-            parts[:] = ["".join(parts)]
-        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self.DIRTY[cur]})
+        if len(parts) > _MERGE_PARTS:
+            self._compact()
+        events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
     def _open(self, events: list[dict], index: int, match: Any, start: int, end: int) -> None:
-        self._cur = index
+        self._cur = self._state = index
+        self._name = self.FIELDS[index]
+        self._dirty = self.DIRTY[index]
+        self._scan = self.SCANS[index]
+        self._fast = self.FAST[index]
         self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
-        self._parts = []
         self._opened = True
         self._opened_at = start if start == end else -1
-        self._scan = self.SCANS[index]
-        events.append({"type": "region_open", "field": self.FIELDS[index]})
+        events.append({"type": "region_open", "field": self._name})
 
     def _close_current(self, events: list[dict]) -> None:
         cur = self._cur
         if cur >= 0 and self._opened:
-            name = self.FIELDS[cur]
-            value = self.FINISH[cur]("".join(self._parts), self._caps)
+            if self._parts:
+                self._compact()
+            name = self._name
+            value = self.FINISH[cur](self._acc, self._caps)
             if self._tools:
                 value = coerce_value(value, self._tools)
             out = self._out
@@ -224,12 +270,35 @@ class ParserBase:
             else:
                 out[name] = value
             events.append({"type": "region_close", "field": name, "value": value})
-        self._cur = self.IMPLICIT
+        self._reset()
+
+    def _reset(self) -> None:
+        """Back to the free state: the implicit region (not yet opened) or the null region."""
+        cur = self._cur = self.IMPLICIT
+        self._state = len(self.FIELDS)
+        self._name = self.FIELDS[cur] if cur >= 0 else None
+        self._dirty = self.DIRTY[cur] if cur >= 0 else False
         self._scan = self.SCANS[-1]
+        self._fast = self.FAST[-1] if not self._finalized else None
         self._caps = {}
-        self._parts = []
+        self._acc = ""
+        self._parts.clear()
         self._opened = False
         self._opened_at = -1
+
+
+#: The characters the regex module's ``\s`` matches (Unicode White_Space).
+REGEX_WS = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def ws_run_start(buf: str, lo: int, hi: int) -> int:
+    """Start of the run of ``\\s`` characters that ends at ``hi`` (not before ``lo``)."""
+    while hi > lo and buf[hi - 1] in REGEX_WS:
+        hi -= 1
+    return hi
 
 
 def partial_start(buf: str, pos: int, lit: str) -> int:

@@ -202,7 +202,11 @@ def test_two_processes_compiling_at_once_both_succeed(tmp_path):
     env = {**os.environ, loader.CACHE_ENV: str(tmp_path)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CHILD, json.dumps(CACHED)], env=env, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _CHILD, json.dumps(CACHED)],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(2)
     ]

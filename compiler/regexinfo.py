@@ -1,0 +1,199 @@
+"""Static facts about template regexes that let generated code skip the regex engine.
+
+:func:`lead` finds how every match of a pattern must begin: an optional run of
+whitespace (``\\s*`` / ``\\s+``) and then one of a few known characters. With
+that, a scan can ``str.find`` those characters instead of running the regex at
+every position, and a stream chunk that contains none of them can be emitted
+without scanning at all.
+
+:func:`lookback` says how much consumed input a pattern may look at before the
+position a search starts from (for ``^``, ``\\b``, lookbehind, ...).
+
+Both are conservative: a pattern they do not fully understand gets ``None`` /
+"keep everything", which only costs speed, never correctness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Lead", "lead", "lookback"]
+
+_META = set(".^$*+?{}[]\\|()")
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
+_OPTIONAL_QUANTIFIERS = ("?", "*", "{0", "{,")
+
+#: Context kept for patterns that look back a bounded distance (``^``, ``\b``, ...).
+SHORT_LOOKBACK = 16
+
+
+@dataclass(frozen=True)
+class Lead:
+    """Every match is ``\\s*`` (when ``ws``) followed by a character in ``firsts``."""
+
+    firsts: frozenset[str]
+    ws: bool
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _escape(pattern: str, i: int) -> tuple[str, int]:
+    """The literal character of the escape at ``pattern[i] == '\\\\'``, and the index after it."""
+    if i + 1 >= len(pattern):
+        raise _Unknown
+    c = pattern[i + 1]
+    if c in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[c], i + 2
+    if c.isascii() and not c.isalnum() and c != "_":
+        return c, i + 2  # escaped punctuation or space: itself
+    raise _Unknown  # classes (\w, \d), anchors (\b, \A), numeric escapes, ...
+
+
+def _class(pattern: str, i: int) -> tuple[set[str], int]:
+    """A simple character class ``[abc\\]]`` (no ranges, no negation)."""
+    j = i + 1
+    chars: set[str] = set()
+    if j < len(pattern) and pattern[j] == "^":
+        raise _Unknown
+    while j < len(pattern) and pattern[j] != "]":
+        c = pattern[j]
+        if c == "\\":
+            c, j = _escape(pattern, j)
+        elif c in "[-&~|":  # ranges, nested sets, set operations (V1)
+            raise _Unknown
+        else:
+            j += 1
+        chars.add(c)
+    if j >= len(pattern) or not chars:
+        raise _Unknown
+    return chars, j + 1
+
+
+def _group_end(pattern: str, i: int) -> int:
+    depth = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise _Unknown
+
+
+def _split_alternatives(body: str) -> list[str]:
+    parts, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    return parts
+
+
+def _required_firsts(pattern: str) -> set[str]:
+    """The possible first characters of a pattern whose first element is required."""
+    if not pattern:
+        raise _Unknown
+    c = pattern[0]
+    if c == "\\":
+        first, end = _escape(pattern, 0)
+        chars = {first}
+    elif c == "[":
+        chars, end = _class(pattern, 0)
+    elif c == "(":
+        close = _group_end(pattern, 0)
+        inner = pattern[1:close]
+        if inner.startswith("?:"):
+            inner = inner[2:]
+        elif inner.startswith("?P<"):
+            name_end = inner.find(">")
+            if name_end < 0:
+                raise _Unknown
+            inner = inner[name_end + 1 :]
+        elif inner.startswith("?"):
+            raise _Unknown  # lookarounds, flags, atomic groups, ...
+        chars = set()
+        for branch in _split_alternatives(inner):
+            chars |= _required_firsts(branch)
+        end = close + 1
+    elif c in _META:
+        raise _Unknown
+    else:
+        chars, end = {c}, 1
+    if pattern.startswith(_OPTIONAL_QUANTIFIERS, end):
+        raise _Unknown  # the first element may be skipped
+    return chars
+
+
+def lead(pattern: str) -> Lead | None:
+    """How every match of ``pattern`` begins, or None when that is not known."""
+    if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
+        return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
+    ws = False
+    rest = pattern
+    for prefix in ("\\s*?", "\\s+?", "\\s*", "\\s+"):
+        if rest.startswith(prefix):
+            ws, rest = True, rest[len(prefix) :]
+            break
+    try:
+        firsts = _required_firsts(rest)
+    except (_Unknown, IndexError):
+        return None
+    if ws and any(c.isspace() for c in firsts):
+        return None  # keep the whitespace prefix rule simple
+    return Lead(frozenset(firsts), ws)
+
+
+def lookback(pattern: str) -> int:
+    """Characters before the search start that a match may depend on (-1: unbounded)."""
+    if "(?<=" in pattern or "(?<!" in pattern:
+        return -1
+    i = 0
+    needs = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            if pattern[i + 1] in "AbBmMGKX":
+                needs = SHORT_LOOKBACK
+            i += 2
+            continue
+        if c == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?P", i):
+            j = i + 2
+            while j < len(pattern) and (pattern[j].isalpha() or pattern[j] in "-^"):
+                if pattern[j] in "rw":
+                    return -1  # reverse searching, Unicode word boundaries
+                j += 1
+            if j > i + 2:
+                needs = SHORT_LOOKBACK  # inline flags: (?m) makes ^ look back, among others
+        elif c == "^" and not (i > 0 and pattern[i - 1] == "["):
+            needs = SHORT_LOOKBACK
+        i += 1
+    return needs
