@@ -156,9 +156,10 @@ def _describe(d: Delimiter) -> str:
 class _ScanWriter:
     """Writes the body of one state's scan method, watch by watch."""
 
-    def __init__(self, regex_names: dict[str, str]):
+    def __init__(self, regex_names: dict, memo_slots: dict[str, int]):
         self.lines: list[str] = []
         self.regex_names = regex_names
+        self.memo_slots = memo_slots
         self.first = True
 
     def emit(self, line: str, level: int = 0) -> None:
@@ -172,6 +173,79 @@ class _ScanWriter:
             longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
             self.emit(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):", level)
             self.emit(f"best = {entry}", level + 1)
+
+    def _find_first(self, firsts: list[str], start: str, level: int) -> None:
+        """``i`` = the first position >= ``start`` holding one of ``firsts`` (-1: none)."""
+        self.emit(f"i = buf.find({literal(firsts[0])}, {start})", level)
+        for c in firsts[1:]:
+            self.emit(f"j = buf.find({literal(c)}, {start})", level)
+            self.emit("if j >= 0 and (i < 0 or j < i):", level)
+            self.emit("i = j", level + 1)
+
+    def _candidates(self, name: str, info: Any, level: int) -> None:
+        """Run the regex only where a match can start (see regexinfo.lead)."""
+        firsts = sorted(info.firsts)
+        shown = ", ".join(comment_text(c) for c in firsts)
+        lead_in = "whitespace, then " if info.ws else ""
+        self.emit(f"# every match is {lead_in}one of: {shown}; try the regex only there", level)
+        self.emit("m = None", level)
+        self._find_first(firsts, "pos", level)
+        self.emit("while i >= 0:", level)
+        if info.ws:
+            self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
+            self.emit(f"c = {name}.match(buf, j, partial=not eos)", level + 1)
+            self.emit("if (c is None or c.partial) and j < i:", level + 1)
+            self.emit("# a branch without the whitespace lead may match at the character itself", level + 2)
+            self.emit(f"d = {name}.match(buf, i, partial=not eos)", level + 2)
+            self.emit("if d is not None and (c is None or not d.partial):", level + 2)
+            self.emit("c = d", level + 3)
+        else:
+            self.emit(f"c = {name}.match(buf, i, partial=not eos)", level + 1)
+        self.emit("if c is not None:", level + 1)
+        self.emit("if not c.partial:", level + 2)
+        self.emit("m = c  # the leftmost complete match", level + 3)
+        self.emit("break", level + 3)
+        self.emit("if m is None:", level + 2)
+        self.emit("m = c  # the leftmost partial one, unless a complete one follows", level + 3)
+        self._find_first(firsts, "i + 1", level + 1)
+        if info.ws:
+            self.emit("if m is None and not eos:", level)
+            self.emit("# a trailing whitespace run may still become a match", level + 1)
+            self.emit("i = _base.ws_run_start(buf, pos, n)", level + 1)
+            self.emit("if i < hold:", level + 1)
+            self.emit("hold = i", level + 2)
+
+    def _memo_check(self, w: Watch, d: Delimiter) -> None:
+        head, tail = d.gap
+        slot = self.memo_slots[d.path]
+        self.emit(f"# a held match of this pattern is past its head and in the gap before {comment_text(tail)}:")
+        self.emit("# it stays held (not searched again) until that literal shows up")
+        self.emit(f"memo = self._memo[{slot}]")
+        self.emit("if (")
+        self.emit("memo is not None", 1)
+        self.emit("and not eos", 1)
+        self.emit("and memo[0] >= pos + self._off", 1)
+        probe = f"max(memo[1] - self._off - {len(tail) - 1}, memo[0] - self._off)"
+        self.emit(f"and buf.find({literal(tail)}, {probe}) < 0", 1)
+        self.emit("):")
+        self.emit("m = None", 1)
+        self.emit("self._memo[" + str(slot) + "] = (memo[0], n + self._off)", 1)
+        self.emit("if memo[0] - self._off < hold:", 1)
+        self.emit("hold = memo[0] - self._off", 2)
+        self.emit("else:")
+
+    def _memo_store(self, d: Delimiter) -> None:
+        slot = self.memo_slots[d.path]
+        head_name = self.regex_names[("head", d.gap[0])]
+        self.emit("if m is not None and m.partial:", 1)
+        self.emit(f"# remember the held match once its head {comment_text(d.gap[0])} has matched", 2)
+        self.emit(
+            f"self._memo[{slot}] = (m.start() + self._off, n + self._off) "
+            f"if {head_name}.match(buf, m.start()) is not None else None",
+            2,
+        )
+        self.emit("else:", 1)
+        self.emit(f"self._memo[{slot}] = None", 2)
 
     def watch(self, w: Watch, free: bool) -> None:
         d = w.delim
@@ -219,34 +293,22 @@ class _ScanWriter:
         else:
             name = self.regex_names[d.pattern]
             info = d.lead
-            if info is None:
-                self.emit(f"m = {name}.search(buf, pos, partial=not eos)")
+            if d.gap is not None:
+                self._memo_check(w, d)
+                level = 1
             else:
-                firsts = sorted(info.firsts)
-                shown = ", ".join(comment_text(c) for c in firsts)
-                self.emit(f"# every match is {'whitespace, then ' if info.ws else ''}one of: {shown}; find that first")
-                self.emit(f"i = buf.find({literal(firsts[0])}, pos)")
-                for c in firsts[1:]:
-                    self.emit(f"j = buf.find({literal(c)}, pos)")
-                    self.emit("if j >= 0 and (i < 0 or j < i):")
-                    self.emit("i = j", 1)
-                self.emit("if i < 0:")
-                self.emit("m = None", 1)
-                if info.ws:
-                    self.emit("if not eos:", 1)
-                    self.emit("# only a trailing whitespace run may still become a match", 2)
-                    self.emit("i = _base.ws_run_start(buf, pos, n)", 2)
-                    self.emit("if i < hold:", 2)
-                    self.emit("hold = i", 3)
-                self.emit("else:")
-                if info.ws:
-                    self.emit("i = _base.ws_run_start(buf, pos, i)", 1)
-                self.emit(f"m = {name}.search(buf, i, partial=not eos)", 1)
-            if free and w.is_open:
+                level = 0
+            if info is None:
+                self.emit(f"m = {name}.search(buf, pos, partial=not eos)", level)
+            else:
+                self._candidates(name, info, level)
+            if d.gap is not None:
+                self._memo_store(d)
+            if free and w.is_open and info is None:
                 # Progress rule (see docs/parity.md): no zero-width open again where a
                 # region just opened and closed without consuming input.
-                self.emit("if m is not None and m.start() == self._ban and m.end() == self._ban:")
-                self.emit(f"m = {name}.search(buf, self._ban + 1, partial=not eos) if self._ban < n else None", 1)
+                self.emit("if m is not None and m.end() == m.start() == self._ban - self._off:")
+                self.emit(f"m = {name}.search(buf, m.start() + 1, partial=not eos) if m.start() < n else None", 1)
             self.emit("if m is not None:")
             self.emit("s, e = m.span()", 1)
             self.emit("if m.partial or (e == n and not eos):", 1)
@@ -257,7 +319,7 @@ class _ScanWriter:
         self.first = False
 
 
-def _state(s: State, idents: list[str], regex_names: dict[str, str]) -> dict:
+def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int]) -> dict:
     if s.free:
         if s.field is not None:
             title = f"free, in implicit field {comment_text(s.field.name)} (opened lazily)"
@@ -267,7 +329,7 @@ def _state(s: State, idents: list[str], regex_names: dict[str, str]) -> dict:
     else:
         title = f"inside {comment_text(s.field.path)}"
         name = f"_state_{idents[s.index]}"
-    writer = _ScanWriter(regex_names)
+    writer = _ScanWriter(regex_names, memo_slots)
     if not s.watches:
         writer.emit("# nothing to watch: every byte belongs to this region until the end")
         writer.emit("return len(buf)")
@@ -344,7 +406,8 @@ def _environment() -> jinja2.Environment:
 def render_module(ir: TemplateIR, template: dict, template_hash: str, version: str) -> str:
     """Render the (unformatted) module source for ``ir``."""
     idents = _identifiers(ir.fields)
-    regex_names: dict[str, str] = {}
+    regex_names: dict = {}
+    memo_slots: dict[str, int] = {}
     regexes = []
 
     def add_regex(pattern: str, path: str, ident: str) -> None:
@@ -357,6 +420,14 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         for d, role in ((f.open, "open"), (f.close, "close")):
             if d is not None and d.pattern is not None:
                 add_regex(d.pattern, d.path, f"{ident}_{role}")
+                if d.gap is not None:
+                    memo_slots[d.path] = len(memo_slots)
+                    head = ("head", d.gap[0])
+                    if head not in regex_names:
+                        regex_names[head] = f"_RE_{ident.upper()}_{role.upper()}_HEAD_{len(regexes)}"
+                        regexes.append(
+                            {"name": regex_names[head], "pattern": d.gap[0], "path": comment_text(d.path) + " (head)"}
+                        )
     anchor = ir.anchor
     if not (anchor.kind == "literal" and not _has_border(anchor.literals[0])):
         add_regex(anchor.regex_source, anchor.path, "anchor")
@@ -367,7 +438,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     for s in ir.states:
         if not s.free and s.field.implicit:
             continue  # the implicit field is the free state
-        states.append(_state(s, idents, regex_names))
+        states.append(_state(s, idents, regex_names, memo_slots))
     for f, ident in zip(ir.fields, idents):
         scan_table.append(free_name if f.implicit else f"_state_{ident}")
     scan_table.append(free_name)
@@ -395,6 +466,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         scan_table=scan_table,
         finish_table=[f["name"] for f in finishers],
         fast=fast_table,
+        memos=len(memo_slots),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
-from .regexinfo import Lead, lead, lookback
+from .regexinfo import Lead, gap_split, lead, lookback
 from .validate import REGEX_FLAGS, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
@@ -39,6 +39,7 @@ class Delimiter:
     pattern: str | None = None  # regex kinds, and the alternation of a literal set
     groups: tuple[str, ...] = ()  # named groups (regex kinds)
     lead: Lead | None = None  # how every match begins, when known (see regexinfo)
+    gap: tuple[str, str] | None = None  # (head pattern, literal tail) of HEAD.*?TAIL patterns
 
     @property
     def is_literal(self) -> bool:
@@ -176,7 +177,8 @@ def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
     groups = tuple(regex.compile(pattern, REGEX_FLAGS).groupindex)
     kind = "zero_width" if is_zero_width(pattern) else "regex"
     info = lead(pattern) if kind == "regex" else None
-    return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info)
+    gap = gap_split(pattern) if info is not None else None
+    return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info, gap=gap)
 
 
 def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple) -> Delimiter | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lead", "lead", "lookback"]
+__all__ = ["Lead", "gap_split", "lead", "lookback"]
 
 _META = set(".^$*+?{}[]\\|()")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
@@ -158,13 +158,18 @@ def lead(pattern: str) -> Lead | None:
     if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
         return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
     ws = False
-    rest = pattern
-    for prefix in ("\\s*?", "\\s+?", "\\s*", "\\s+"):
-        if rest.startswith(prefix):
-            ws, rest = True, rest[len(prefix) :]
-            break
+    firsts: set[str] = set()
     try:
-        firsts = _required_firsts(rest)
+        for branch in _split_alternatives(pattern):
+            if branch.startswith(("\\s*?", "\\s+?")):
+                # the regex module reports partial matches of a lazy whitespace run that
+                # cannot become matches (r"\s*?a" on " <"): leave such patterns general
+                raise _Unknown
+            for prefix in ("\\s*", "\\s+"):
+                if branch.startswith(prefix):
+                    ws, branch = True, branch[len(prefix) :]
+                    break
+            firsts |= _required_firsts(branch)
     except (_Unknown, IndexError):
         return None
     if ws and any(c.isspace() for c in firsts):
@@ -197,3 +202,67 @@ def lookback(pattern: str) -> int:
             needs = SHORT_LOOKBACK
         i += 1
     return needs
+
+
+def _literal_text(pattern: str) -> str | None:
+    """The text a pattern of plain characters and escaped punctuation matches, or None."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            try:
+                c, i = _escape(pattern, i)
+            except _Unknown:
+                return None
+            out.append(c)
+        elif c in _META:
+            return None
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out) or None
+
+
+def gap_split(pattern: str) -> tuple[str, str] | None:
+    """Split ``A.*?B`` (or ``A.*B``) with a literal ``B`` into ``(A, B's text)``.
+
+    With DOTALL, once ``A`` has matched, the gap absorbs any text, so a partial match
+    of the whole pattern stays partial until ``B`` appears: a held match need not be
+    searched again until then.
+    """
+    if "(?" in pattern.replace("(?:", "").replace("(?P<", ""):
+        return None
+    depth = 0
+    in_class = False
+    split = None
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return None  # a top-level alternative would not need A or B
+        elif c == "." and depth == 0 and pattern.startswith(".*", i):
+            gap = ".*?" if pattern.startswith(".*?", i) else ".*"
+            split = (i, i + len(gap))
+            i += len(gap)
+            continue
+        i += 1
+    if split is None or split[0] == 0:
+        return None
+    head, tail = pattern[: split[0]], pattern[split[1] :]
+    text = _literal_text(tail)
+    if text is None:
+        return None
+    return head, text

@@ -88,6 +88,12 @@ class Parser(_base.ParserBase):
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
     FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
+    MEMOS = 0
+
+    @staticmethod
+    def new_defaults():
+        # defaults: a fresh copy for every message
+        return {"role": "assistant"}
 
     @staticmethod
     def cut_prefix(prefix):

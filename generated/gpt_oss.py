@@ -51,6 +51,9 @@ TEMPLATE = {
 _RE_TOOL_CALLS_OPEN_0 = _regex.compile(
     "<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+).*?<\\|message\\|>", _regex.DOTALL
 )  # fields.tool_calls.open_pattern
+_RE_TOOL_CALLS_OPEN_HEAD_1 = _regex.compile(
+    "<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (head)
 
 
 def _finish_reasoning_content(body, caps):
@@ -92,6 +95,12 @@ class Parser(_base.ParserBase):
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
     FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
+    MEMOS = 1
+
+    @staticmethod
+    def new_defaults():
+        # defaults: a fresh copy for every message
+        return {"role": "assistant"}
 
     @staticmethod
     def cut_prefix(prefix):
@@ -194,18 +203,41 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex <\\|channel\\|>commentary to=functions\\.(?P<name>\\w+).*?<\\|message\\|>
-        # every match is one of: <; find that first
-        i = buf.find("<", pos)
-        if i < 0:
+        # a held match of this pattern is past its head and in the gap before <|message|>:
+        # it stays held (not searched again) until that literal shows up
+        memo = self._memo[0]
+        if (
+            memo is not None
+            and not eos
+            and memo[0] >= pos + self._off
+            and buf.find("<|message|>", max(memo[1] - self._off - 10, memo[0] - self._off)) < 0
+        ):
             m = None
+            self._memo[0] = (memo[0], n + self._off)
+            if memo[0] - self._off < hold:
+                hold = memo[0] - self._off
         else:
-            m = _RE_TOOL_CALLS_OPEN_0.search(buf, i, partial=not eos)
-        if m is not None and m.start() == self._ban and m.end() == self._ban:
-            m = (
-                _RE_TOOL_CALLS_OPEN_0.search(buf, self._ban + 1, partial=not eos)
-                if self._ban < n
-                else None
-            )
+            # every match is one of: <; try the regex only there
+            m = None
+            i = buf.find("<", pos)
+            while i >= 0:
+                c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
+                if c is not None:
+                    if not c.partial:
+                        m = c  # the leftmost complete match
+                        break
+                    if m is None:
+                        m = c  # the leftmost partial one, unless a complete one follows
+                i = buf.find("<", i + 1)
+            if m is not None and m.partial:
+                # remember the held match once its head <\\|channel\\|>commentary to=functions\\.(?P<name>\\w+) has matched
+                self._memo[0] = (
+                    (m.start() + self._off, n + self._off)
+                    if _RE_TOOL_CALLS_OPEN_HEAD_1.match(buf, m.start()) is not None
+                    else None
+                )
+            else:
+                self._memo[0] = None
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):

@@ -93,6 +93,12 @@ class Parser(_base.ParserBase):
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
     FAST = ((("<",), False), (("<",), False), (("<",), True), (("<",), True))
+    MEMOS = 0
+
+    @staticmethod
+    def new_defaults():
+        # defaults: a fresh copy for every message
+        return {"role": "assistant"}
 
     @staticmethod
     def cut_prefix(prefix):
@@ -153,24 +159,29 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>\\s*<function=(?P<name>\\w+)>
-        # every match is whitespace, then one of: <; find that first
+        # every match is whitespace, then one of: <; try the regex only there
+        m = None
         i = buf.find("<", pos)
-        if i < 0:
-            m = None
-            if not eos:
-                # only a trailing whitespace run may still become a match
-                i = _base.ws_run_start(buf, pos, n)
-                if i < hold:
-                    hold = i
-        else:
-            i = _base.ws_run_start(buf, pos, i)
-            m = _RE_TOOL_CALLS_OPEN_0.search(buf, i, partial=not eos)
-        if m is not None and m.start() == self._ban and m.end() == self._ban:
-            m = (
-                _RE_TOOL_CALLS_OPEN_0.search(buf, self._ban + 1, partial=not eos)
-                if self._ban < n
-                else None
-            )
+        while i >= 0:
+            j = _base.ws_run_start(buf, pos, i)
+            c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
+            if (c is None or c.partial) and j < i:
+                # a branch without the whitespace lead may match at the character itself
+                d = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
+                if d is not None and (c is None or not d.partial):
+                    c = d
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("<", i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _base.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -180,18 +191,29 @@ class Parser(_base.ParserBase):
                 if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                     best = (s, e, 1, m)
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)
-        # every match is whitespace, then one of: <; find that first
+        # every match is whitespace, then one of: <; try the regex only there
+        m = None
         i = buf.find("<", pos)
-        if i < 0:
-            m = None
-            if not eos:
-                # only a trailing whitespace run may still become a match
-                i = _base.ws_run_start(buf, pos, n)
-                if i < hold:
-                    hold = i
-        else:
-            i = _base.ws_run_start(buf, pos, i)
-            m = _RE_CONTENT_CLOSE_1.search(buf, i, partial=not eos)
+        while i >= 0:
+            j = _base.ws_run_start(buf, pos, i)
+            c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
+            if (c is None or c.partial) and j < i:
+                # a branch without the whitespace lead may match at the character itself
+                d = _RE_CONTENT_CLOSE_1.match(buf, i, partial=not eos)
+                if d is not None and (c is None or not d.partial):
+                    c = d
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("<", i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _base.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):

@@ -73,12 +73,19 @@ class ParserBase:
     FINISH: ClassVar[tuple[Callable[[str, dict], Any], ...]] = ()
 
     @staticmethod
+    def new_defaults() -> dict:
+        """A fresh copy of the template's ``defaults`` (generated as a literal)."""
+        return deepcopy(ParserBase.DEFAULTS)
+
+    @staticmethod
     def cut_prefix(prefix: str) -> str:  # pragma: no cover - always generated
         """Return the prefix from just after the last start anchor (all of it if there is none)."""
         raise NotImplementedError
 
     #: per state: ``(first characters, whitespace prefix)`` of every watched delimiter, or None
     FAST: ClassVar[tuple[tuple[tuple[str, ...], bool] | None, ...]] = ()
+    #: how many held-regex memos the scans keep (see compiler/regexinfo.gap_split)
+    MEMOS: ClassVar[int] = 0
 
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
@@ -87,15 +94,20 @@ class ParserBase:
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
         self._tools: ToolTypes = tool_types(tools)
-        self._out: dict[str, Any] = deepcopy(self.DEFAULTS)
+        self._out: dict[str, Any] = self.new_defaults()
         self._ctx = ""  # consumed input kept for look-behind (at most CONTEXT chars)
         self._held = ""  # input not consumed yet: a delimiter may start in it
         self._done = 0  # characters consumed so far (offset of _held in the whole input)
-        self._ban = -1  # see the progress rule in _process
+        self._ban = -1  # see the progress rule in _process (offsets in the whole input)
         self._opened_at = -1
+        self._off = 0
+        self._memo: list = [None] * self.MEMOS
         self._finalized = False
-        self._parts: list[str] = []  # body of the open region: recent chunks...
-        self._acc = ""  # ...and everything before them
+        # body of the open region, oldest first: _acc, _big, _blocks, then recent _parts
+        self._parts: list[str] = []
+        self._blocks: list[str] = []
+        self._big: list[str] = []
+        self._acc = ""
         self._caps: dict[str, str] = {}
         self._reset()
         self.initial_events: list[dict] = []
@@ -106,48 +118,49 @@ class ParserBase:
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
-        fast = self._fast
-        if fast is not None and text:
-            # Fast path: when no watched delimiter can start in the held text plus this
-            # chunk, all of it belongs to the current region (but a trailing whitespace
-            # run that a \s*-led delimiter could still grow from, which stays held).
+        firsts = self._firsts
+        if firsts is not None and text:
+            # Fast path: no delimiter watched in this state can start in the held text
+            # plus this chunk (none of their first characters occurs in it).
             held = self._held
             x = held + text if held else text
-            firsts, ws = fast
             for c in firsts:
                 if c in x:
                     break
             else:
-                n = cut = len(x)
-                if ws and x[-1] in REGEX_WS:
-                    cut = ws_run_start(x, 0, n)
-                events: list[dict] = []
-                if cut:
-                    piece = x[:cut] if cut < n else x
-                    cur = self._cur
-                    if cur >= 0:
-                        if not self._opened:
-                            self._opened = True
-                            events.append({"type": "region_open", "field": self._name})
-                        parts = self._parts
-                        parts.append(piece)
-                        if len(parts) > _MERGE_PARTS:
-                            self._compact()
-                        events.append({"type": "region_chunk", "field": self._name, "text": piece, "dirty": self._dirty})
-                    keep = self.CONTEXT
-                    if keep:
-                        ctx = self._ctx + piece
-                        self._ctx = ctx[-keep:] if keep > 0 else ctx
-                    self._done += cut
-                    self._ban = self._opened_at = -1  # positions behind us now
-                    self._held = x[cut:] if cut < n else ""
-                else:
-                    self._held = x
-                return events
+                if self._simple and self._opened:
+                    # the common case: an open region, nothing to hold, no context to keep
+                    parts = self._parts
+                    parts.append(x)
+                    if len(parts) > _MERGE_PARTS:
+                        self._compact()
+                    self._done += len(x)
+                    if held:
+                        self._held = ""
+                    return [{"type": "region_chunk", "field": self._name, "text": x, "dirty": self._dirty}]
+                return self._feed_quiet(x)
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
-        events = []
+        events: list[dict] = []
         self._process(events, False, text)
+        return events
+
+    def _feed_quiet(self, x: str) -> list[dict]:
+        """The fast path's general case: ``x`` (held text + chunk) holds no delimiter start."""
+        n = cut = len(x)
+        if self._ws and x[-1] in REGEX_WS:
+            # a whitespace-led regex delimiter may still grow from the trailing whitespace
+            cut = ws_run_start(x, 0, n)
+        events: list[dict] = []
+        if cut:
+            piece = x[:cut] if cut < n else x
+            self._accumulate(events, piece)
+            keep = self.CONTEXT
+            if keep:
+                ctx = self._ctx + piece
+                self._ctx = ctx[-keep:] if keep > 0 else ctx
+            self._done += cut
+        self._held = x[cut:] if cut < n else ""
         return events
 
     def finalize(self) -> tuple[dict, list[dict]]:
@@ -165,7 +178,7 @@ class ParserBase:
         defaults = self.DEFAULTS
         self._out = {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
-        self._fast = None
+        self._firsts = None
         return self._out, events
 
     # --- the state machine -------------------------------------------------
@@ -174,6 +187,7 @@ class ParserBase:
         ctx = self._ctx
         buf = ctx + self._held + text if (ctx or self._held) else text
         pos = start = len(ctx)
+        off = self._off = self._done - start  # offset of buf[0] in the whole input
         try:
             while True:
                 found = self._scan(self, buf, pos, eos)
@@ -196,11 +210,11 @@ class ParserBase:
                     self._open(events, action, match, begin, end)
                 else:
                     had_content = self._opened
-                    if begin == end and self._opened_at == begin:
+                    if begin == end and self._opened_at == begin + off:
                         # Progress rule: this region opened and closes at one position with
                         # zero-width delimiters. The reference would reopen it here forever;
                         # instead no zero-width open may fire at this position again.
-                        self._ban = begin
+                        self._ban = begin + off
                     self._close_current(events)
                     if not had_content and begin == end:
                         break  # the reference's guard: an empty implicit region closing empty
@@ -211,17 +225,28 @@ class ParserBase:
             self._ctx = buf[cut:pos]
             self._held = buf[pos:]
             self._done += pos - start
-            if cut:
-                self._ban -= cut
-                self._opened_at -= cut
 
     def _compact(self) -> None:
-        """Fold the recent chunks into the accumulated body (in place when CPython can)."""
-        acc = self._acc
-        self._acc = ""
-        acc += "".join(self._parts)
-        self._acc = acc
+        """Fold the recent chunks into blocks, and blocks into bigger blocks: a long body is
+        held in few strings (not one object per chunk) and each character is copied twice."""
+        parts = self._parts
+        blocks = self._blocks
+        blocks.append("".join(parts))
+        parts.clear()
+        if len(blocks) > _MERGE_PARTS:
+            self._big.append("".join(blocks))
+            blocks.clear()
+
+    def _take_body(self) -> str:
+        """The open region's whole body, as one string (kept in ``_acc`` until it closes)."""
+        pieces = [*self._big, *self._blocks, *self._parts]
+        if self._acc:
+            pieces.insert(0, self._acc)
+        self._big.clear()
+        self._blocks.clear()
         self._parts.clear()
+        body = self._acc = "".join(pieces)
+        return body
 
     def _accumulate(self, events: list[dict], text: str) -> None:
         if self._cur < 0:
@@ -240,19 +265,21 @@ class ParserBase:
         self._name = self.FIELDS[index]
         self._dirty = self.DIRTY[index]
         self._scan = self.SCANS[index]
-        self._fast = self.FAST[index]
+        self._set_fast(index)
         self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         self._opened = True
-        self._opened_at = start if start == end else -1
+        self._opened_at = start + self._off if start == end else -1
         events.append({"type": "region_open", "field": self._name})
 
     def _close_current(self, events: list[dict]) -> None:
+        if not self._opened:
+            if self._state != len(self.FIELDS):
+                self._reset()
+            return  # the free state, nothing opened: there is nothing to close
         cur = self._cur
-        if cur >= 0 and self._opened:
-            if self._parts:
-                self._compact()
+        if cur >= 0:
             name = self._name
-            value = self.FINISH[cur](self._acc, self._caps)
+            value = self.FINISH[cur](self._take_body(), self._caps)
             if self._tools:
                 value = coerce_value(value, self._tools)
             out = self._out
@@ -272,6 +299,15 @@ class ParserBase:
             events.append({"type": "region_close", "field": name, "value": value})
         self._reset()
 
+    def _set_fast(self, state: int) -> None:
+        fast = None if self._finalized else self.FAST[state]
+        if fast is None:
+            self._firsts = None
+            self._ws = self._simple = False
+        else:
+            self._firsts, self._ws = fast
+            self._simple = not self._ws and self.CONTEXT == 0 and self._cur >= 0
+
     def _reset(self) -> None:
         """Back to the free state: the implicit region (not yet opened) or the null region."""
         cur = self._cur = self.IMPLICIT
@@ -279,10 +315,12 @@ class ParserBase:
         self._name = self.FIELDS[cur] if cur >= 0 else None
         self._dirty = self.DIRTY[cur] if cur >= 0 else False
         self._scan = self.SCANS[-1]
-        self._fast = self.FAST[-1] if not self._finalized else None
+        self._set_fast(-1)
         self._caps = {}
         self._acc = ""
         self._parts.clear()
+        self._blocks.clear()
+        self._big.clear()
         self._opened = False
         self._opened_at = -1
 

@@ -22,8 +22,8 @@ from typing import Any
 
 __all__ = ["ToolTypes", "tool_types", "coerce_value"]
 
-#: tool name -> parameter name -> the JSON types to try, in order
-ToolTypes = dict[str, dict[str, tuple[str, ...]]]
+#: tool name -> its parameters' JSON schemas (``properties``)
+ToolTypes = dict[str, dict[str, Any]]
 
 _INF = float("inf")
 _JSON_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
@@ -134,22 +134,23 @@ def _function_properties(func: Callable) -> dict:
 
 
 def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
-    """Map each tool's name to ``{parameter: types}`` for casting its arguments."""
+    """Map each tool's name to its parameters' schemas (``properties``).
+
+    Dict tools are referenced, not copied, and a parameter's types are read from its
+    schema when an argument is cast (as the reference does); functions are converted
+    from their type hints here, so a hint that cannot be typed fails at once.
+    """
     table: ToolTypes = {}
     for tool in tools or ():
         if inspect.isfunction(tool) or inspect.ismethod(tool):
-            table[tool.__name__] = {
-                key: schema_types(schema) for key, schema in _function_properties(tool).items()
-            }
+            table[tool.__name__] = _function_properties(tool)
             continue
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             continue
         parameters = fn.get("parameters")
         properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        if not isinstance(properties, dict):
-            properties = {}
-        table[fn["name"]] = {key: schema_types(schema) for key, schema in properties.items()}
+        table[fn["name"]] = properties if isinstance(properties, dict) else {}
     return table
 
 
@@ -195,10 +196,12 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    params = table.get(name)
-    if params:
+    properties = table.get(name)
+    if properties:
         for key, argument in arguments.items():
-            kinds = params.get(key)
+            if key not in properties:
+                continue
+            kinds = schema_types(properties[key])
             if not kinds:
                 continue
             if isinstance(argument, str):

@@ -17,6 +17,7 @@ known parser, separators are non-empty strings, and all values are JSON values.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ CAPTURE_NAMES = ["name", "id", "kind", "ch"]
 NORMAL_FIELD_NAMES = ["content", "reasoning_content", "tool_calls", "x", "y", "z", "answer", "n", "meta"]
 WEIRD_FIELD_NAMES = ["a-b", "名", "class", "None", "__x__", "with space", "0", "", "'q'", '"dq"', "\\", "é"]
 
-ANCHOR_LITERALS = ["<|im_start|>assistant\n", "<s>", "A:", "<|start|>assistant", "###", "<a>", "\n", "🙂"]
+ANCHOR_LITERALS = ["<|im_start|>assistant\n", "<s>", "A:", "<|start|>assistant", "###", "<a>", "\n", "🙂", "aa", "##", "ab", "bc", "<a"]
 ANCHOR_PATTERNS = [
     (r"<\|im_start\|>assistant\n?", ["<|im_start|>assistant\n", "<|im_start|>assistant"]),
     (r"(?:User|Bot):\s*", ["User: ", "Bot:", "Bot:\n"]),
@@ -264,8 +265,16 @@ def exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: s
     f = pick(rng, [
         "lb_var", "lb_unbounded", "neg_lb", "neg_la", "word_b", "m_caret", "m_dollar", "abs_A", "G", "case_i",
         "greedy_class", "empty_alt", "backref", "atomic", "possessive", "unicode", "crlf", "dot", "scoped_flag",
-        "lb_long", "la_pos", "lazy_end", "nested_q",
+        "lb_long", "la_pos", "lazy_end", "nested_q", "fullcase", "v1_set", "grapheme", "cond",
     ])
+    if f == "fullcase":
+        return Delim(kind, "(?fi)straße", ["straße", "STRASSE", "Strasse"])
+    if f == "v1_set":
+        return Delim(kind, f"(?V1){eA}[[a-z]--[aeiou]]+", [A + "xyz", A + "b"])
+    if f == "grapheme":
+        return Delim(kind, f"{eA}\\X", [A + "e\u0301", A + "x", A + "🙂"])
+    if f == "cond":
+        return Delim(kind, f"(<)?{eA}(?(1)>|)", ["<" + A + ">", A])
     if f == "lb_var":
         return Delim(kind, f"(?<={eA}|{eC}){eB}", [A + B, C + B])
     if f == "lb_unbounded":
@@ -355,6 +364,8 @@ TAG_PATTERNS = [
     (r'<arg name="(?P<key>[^"]+)">(?P<value>.*?)</arg>', lambda k, v, ws: f'<arg name="{k}">{v}</arg>{ws}'),
     (r"<\|(?P<key>\w+)\|>(?P<value>[^<]*)", lambda k, v, ws: f"<|{k}|>{v}"),
 ]
+#: a tag pattern whose value group may not participate (value None); used without value_parser only
+OPTIONAL_VALUE_TAG = (r"<(?P<key>\w+)(?:=(?P<value>[^/>]*))?/>", lambda k, v, ws: f"<{k}/>" if ws == "\n" else f"<{k}={v}/>")
 STRING_DELIM_PAIRS = [["<<", ">>"], ["«", "»"], ['<|"|>', '<|"|>'], ["'", "'"], ["<escape>", "<escape>"]]
 LINE_SEPS = ["\n", ";", "\n\n", "|", "，"]
 KV_SEPS = [":", "=", " = ", "->", "："]
@@ -392,6 +403,8 @@ def gen_content_args(rng: random.Random, content: str, depth: int = 0) -> dict:
         args["tag_pattern"] = TAG_PATTERNS[rng.randrange(len(TAG_PATTERNS))][0]
         if chance(rng, 0.6) and depth < 2:
             args["value_parser"] = gen_value_parser(rng, depth)
+        elif chance(rng, 0.15):
+            args["tag_pattern"] = OPTIONAL_VALUE_TAG[0]
         if chance(rng, 0.4):
             args["merge_duplicates"] = chance(rng, 0.7)
     elif content == "kv-lines":
@@ -575,6 +588,19 @@ def gen_valid_template(rng: random.Random) -> tuple[dict, TemplateMeta]:
         spec, meta = gen_field(rng, n, palette, i == implicit_idx, zero_p)
         fields[n] = spec
         metas.append(meta)
+    explicit_metas = [m for m in metas if m.open is not None]
+    if len(explicit_metas) >= 2 and chance(rng, 0.1):
+        # two fields with the very same open delimiter: the reference breaks the tie by field name
+        src, dst = rng.sample(explicit_metas, 2)
+        if not src.open.groups and not dst.open.groups:
+            fields[dst.name].pop("open", None)
+            fields[dst.name].pop("open_pattern", None)
+            fields[dst.name][src.open.key] = copy.deepcopy(src.open.value)
+            dst.open = src.open
+    for m in metas:
+        spec = fields[m.name]
+        if "transform" not in spec and not (m.open and m.open.groups) and not (m.close and m.close.groups) and not spec.get("transform_each") and chance(rng, 0.04):
+            spec["transform"] = None  # explicit null: no transform
 
     tpl: dict = {}
     if chance(rng, 0.1):
@@ -781,6 +807,18 @@ TYPE_CATALOG: list[tuple[Any, str | None]] = [
     ({"type": "integer", "nullable": False}, None),
     ({"anyOf": [{"anyOf": [{"type": "boolean"}]}, {"type": "integer"}]}, None),
     ({"type": "boolean"}, "Optional[bool]"),  # hint differs from json spec here: nullable bool
+    ({"type": "string", "enum": ["x", "y"]}, 'Literal["x", "y"]'),
+    ({"type": "integer", "enum": [1, 2]}, "Literal[1, 2]"),
+    ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]}, "tuple[int, str]"),
+    ({"type": "array", "items": {"type": "string"}, "nullable": True}, "list[str] | None"),
+    ({"type": "object", "additionalProperties": {}}, "dict[str, Any]"),
+    ({"type": ["integer", "string"], "nullable": True}, "Optional[Union[int, str]]"),
+    ({"type": ["integer", "number"]}, "float | int"),
+    ({"type": ["integer", "number"], "nullable": True}, "int | float | None"),
+    ({"type": ["number", "integer"]}, None),
+    ({"type": "null"}, "None"),
+    ({"type": ["boolean", "integer"]}, "Union[bool, int]"),
+    ({"type": ["string", "number"]}, "str | float"),
 ]
 
 
@@ -792,7 +830,10 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
             continue
         form = pick(rng, ["openai", "openai", "bare", "pyfunc", "pyfunc", "noparams", "noprops"])
         if form == "pyfunc" and all(TYPE_CATALOG[ti][1] is not None for _, ti in tool["args"]) and tool["name"].isidentifier():
-            out.append({"kind": "pyfunc", "source": pyfunc_source(tool), "name": tool["name"]})
+            # (functions the reference cannot convert -- no docstring, unannotated or unsupported
+            # hints -- are a documented difference: respc only reads the hints; see docs/parity.md)
+            src = pyfunc_source(tool, style=rng.randrange(3))
+            out.append({"kind": "pyfunc", "source": src, "name": tool["name"]})
             continue
         if form == "pyfunc" and chance(rng, 0.3) and tool["name"].isidentifier():
             # method form with hinted subset
@@ -821,28 +862,41 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
         out.append({"kind": "json", "value": pick(rng, [{"type": "function"}, {"name": 3}, {"function": {"name": "f", "parameters": 5}}, {"function": "x"}])})
     if chance(rng, 0.03):
         out.append({"kind": "json", "value": "not-a-dict"})
+    if chance(rng, 0.02):
+        out.append({"kind": pick(rng, ["builtin", "callable_obj"]), "source": "", "name": "len"})
     rng.shuffle(out)
     return out
 
 
-def pyfunc_source(tool: dict, method: bool = False) -> str:
+def pyfunc_source(tool: dict, method: bool = False, style: int = 0, bad: str | None = None) -> str:
     params = []
     doc_args = []
     for i, (a, ti) in enumerate(tool["args"]):
         hint = TYPE_CATALOG[ti][1]
-        default = "" if i == 0 else " = None"
-        params.append(f"{a}: {hint}{default}")
-        doc_args.append(f"            {a}: the {a} argument")
+        if bad == "nohint" and i == 0:
+            params.append(a)
+        elif bad == "badhint" and i == 0:
+            params.append(f"{a}: set[int]")
+        else:
+            default = "" if i == 0 else " = None"
+            params.append(f"{a}: {hint}{default}")
+        if bad == "missing_arg" and i == len(tool["args"]) - 1:
+            continue
+        if style == 1:
+            doc_args.append(f"        {a}: the {a} argument,")
+            doc_args.append("            continued on a second line")
+        else:
+            doc_args.append(f"        {a}: the {a} argument")
     sig = ", ".join((["self"] if method else []) + params)
-    body = [
-        f"def {tool['name']}({sig}):",
-        '    """Does something.',
-        "",
-    ]
-    if doc_args:
-        body.append("    Args:")
-        body.extend(line[4:] for line in doc_args)
-    body.append('    """')
+    body = [f"def {tool['name']}({sig}):"]
+    if bad != "nodoc":
+        body += ['    """Does something.', ""]
+        if doc_args:
+            body.append("    Args:")
+            body.extend(doc_args)
+        if style == 2:
+            body += ["", "    Returns:", "        Nothing at all."]
+        body.append('    """')
     body.append("    return None")
     if method:
         body = ["class _Holder:"] + ["    " + line for line in body]
@@ -850,6 +904,17 @@ def pyfunc_source(tool: dict, method: bool = False) -> str:
 
 
 _PYFUNC_CACHE: dict[tuple[str, str], Any] = {}
+
+
+class _CallableTool:
+    """A callable object that is neither a function nor a method (the reference skips it)."""
+
+    def __call__(self, a: int) -> None:
+        """Does something.
+
+        Args:
+            a: the a argument
+        """
 
 
 def materialize_tools(specs: list[dict] | None, tools_as: str = "list") -> list | tuple | None:
@@ -861,17 +926,21 @@ def _materialize_tools(specs: list[dict] | None) -> list | None:
     """Turn serialisable tool descriptors into the objects passed to the parsers (fresh each time)."""
     if specs is None:
         return None
-    from typing import Any as _Any, Optional, Union
+    from typing import Any as _Any, Literal, Optional, Union
 
     out: list = []
     for s in specs:
         if s["kind"] == "json":
             out.append(json.loads(json.dumps(s["value"])))
+        elif s["kind"] == "builtin":
+            out.append(len)  # not a python function: the reference ignores it
+        elif s["kind"] == "callable_obj":
+            out.append(_CallableTool())
         else:
             key = (s["kind"], s["source"])
             if key not in _PYFUNC_CACHE:
                 ns: dict = {}
-                exec(s["source"], {"Union": Union, "Optional": Optional, "Any": _Any}, ns)
+                exec(s["source"], {"Union": Union, "Optional": Optional, "Any": _Any, "Literal": Literal}, ns)
                 if s["kind"] == "pyfunc":
                     _PYFUNC_CACHE[key] = ns[s["name"]]
                 else:
@@ -1039,7 +1108,7 @@ def _gen_body(rng: random.Random, fm: FieldMeta, meta: TemplateMeta, clean: bool
     if c == "xml-inline":
         pat = fm.content_args.get("tag_pattern")
         render = None
-        for p, r in TAG_PATTERNS:
+        for p, r in TAG_PATTERNS + [OPTIONAL_VALUE_TAG]:
             if p == pat:
                 render = r
         t = pick_tool_name(rng, meta)
@@ -1140,7 +1209,7 @@ def gen_text(rng: random.Random, meta: TemplateMeta, clean: bool = False, pendin
         return ""
     if r < 0.1:
         return filler(rng, meta.palette, rng.randint(1, 4))
-    s = gen_segments(rng, meta, rng.randint(1, 7), clean)
+    s = gen_segments(rng, meta, rng.randint(20, 60) if chance(rng, 0.015) else rng.randint(1, 7), clean)
     if not clean and chance(rng, 0.12) and s:
         s = s[: rng.randrange(len(s) + 1)]
     if chance(rng, 0.08):
@@ -1162,7 +1231,10 @@ def gen_prefix(rng: random.Random, meta: TemplateMeta, clean: bool = False) -> t
             parts.append(filler(rng, meta.palette, rng.randint(0, 3)))
             if chance(rng, 0.4):
                 parts.append(gen_segments(rng, meta, rng.randint(1, 2), clean))  # history turn
-            parts.append(pick(rng, meta.anchor_samples))
+            a = pick(rng, meta.anchor_samples)
+            if a and chance(rng, 0.15):
+                a = a[: rng.randrange(len(a))] + a  # partial anchor run into a full one (overlaps)
+            parts.append(a)
     r2 = rng.random()
     if r2 < 0.35:
         # prefill opens a region before generation starts

@@ -45,7 +45,11 @@ except Exception:  # pragma: no cover
 
 
 REF_TIMEOUT = 2.0  # seconds, backstop for the reference (the open budget normally fires first)
-RESPC_TIMEOUT = 10.0  # seconds, a respc call taking this long is reported as a mismatch
+RESPC_TIMEOUT = 5.0  # seconds, a respc call taking this long is reported as a mismatch (hang)
+
+
+#: reference errors that stem from documented differences (docs/parity.md): comparison skipped
+DOCUMENTED_REF_ERRORS = ("other:DocstringParsingException", "other:TypeHintParsingException")
 
 
 class Diverged(BaseException):
@@ -333,6 +337,7 @@ class Stats:
     invalid_groups: int = 0
     invalid_cases: int = 0
     skipped_divergent: int = 0
+    skipped_documented: int = 0
     mismatches: int = 0
     ref_errors: Counter = field(default_factory=Counter)
     kinds: Counter = field(default_factory=Counter)
@@ -346,6 +351,7 @@ class Stats:
             f"({self.seconds:.1f}s)",
             f"  invalid-template groups: {self.invalid_groups} ({self.invalid_cases} cases)",
             f"  reference diverges -- skipped: {self.skipped_divergent} cases",
+            f"  reference rejects a Python-function tool (documented difference) -- skipped: {self.skipped_documented} cases",
             f"  reference errors (case counts): {dict(sorted(self.ref_errors.items()))}",
             f"  mismatches: {self.mismatches}" + (f"  by kind: {dict(self.kinds.most_common())}" if self.kinds else ""),
         ]
@@ -436,6 +442,11 @@ class Runner:
             st.invalid_cases += 1
         if ref.error in ("diverged", "timeout"):
             st.skipped_divergent += 1
+            return
+        if ref.error in DOCUMENTED_REF_ERRORS:
+            # the reference cannot convert a Python-function tool (needs a docstring); respc reads
+            # only the type hints -- a documented difference (docs/parity.md)
+            st.skipped_documented += 1
             return
         if ref.error:
             st.ref_errors[f"{ref.error}@{_step_kind(ref.error_step)}"] += 1
@@ -528,7 +539,7 @@ class Runner:
             st.failures.append({"seed": group.seed, "group": group.index, "kind": "template-mutated", "template": _jsonable(snapshot), "after": _jsonable(tpl)})
 
 
-def run(seed: int, min_cases: int, *, respc_mod: Any | None, inputs_per_group: int = 8, start_group: int = 0, only_group: int | None = None, ref_only: bool = False, verbose: bool = False, log=print, time_limit: float | None = None) -> Stats:
+def run(seed: int, min_cases: int, *, respc_mod: Any | None, inputs_per_group: int = 8, start_group: int = 0, only_group: int | None = None, ref_only: bool = False, verbose: bool = False, log=print, time_limit: float | None = None, progress: bool = False) -> Stats:
     runner = Runner(respc_mod, ref_only=ref_only, verbose=verbose, log=log)
     t0 = time.perf_counter()
     g = start_group
@@ -542,12 +553,19 @@ def run(seed: int, min_cases: int, *, respc_mod: Any | None, inputs_per_group: i
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             break
         group = gen.gen_group(seed, g, inputs_per_group)
+        tg = time.perf_counter()
         try:
             runner.run_group(group)
         except Exception:  # harness bug: report, don't hide
             runner.stats.mismatches += 1
             runner.stats.kinds["harness-crash"] += 1
             runner.stats.failures.append({"seed": seed, "group": g, "kind": "harness-crash", "detail": traceback.format_exc()})
+        if progress:
+            dt = time.perf_counter() - tg
+            if dt > 3.0:
+                log(f"[slow group {g}: {dt:.1f}s]")
+            if g % 100 == 0:
+                log(f"[group {g}: {runner.stats.cases} cases, {runner.stats.mismatches} mismatches, {time.perf_counter() - t0:.0f}s]")
         g += 1
     runner.stats.seconds = time.perf_counter() - t0
     return runner.stats

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from typing import Any
 
 import gen
@@ -54,8 +55,11 @@ class _Case:
         self.chunks = chunks
         self.construct_failure = rec["kind"].startswith("error@construct") or rec["kind"] == "not-TemplateError"
         self.last: tuple | None = None
+        self.deadline: float | None = None
 
     def _fails_with(self, *, template=None, prefix=..., text_chunks=None, tools=..., oneshot=None) -> bool:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return False  # out of time: keep what we have
         template = self.template if template is None else template
         prefix = self.prefix if prefix is ... else prefix
         chunks = self.chunks if text_chunks is None else text_chunks
@@ -83,14 +87,18 @@ class _Case:
         if len(self.chunks) > 1 and self._fails_with(text_chunks=["".join(self.chunks)]):
             self.chunks = ["".join(self.chunks)]
             changed = True
-        i = 0
-        while i < len(self.chunks) and len(self.chunks) > 1:
-            trial = self.chunks[:i] + self.chunks[i + 1 :]
-            if self._fails_with(text_chunks=trial):
-                self.chunks = trial
-                changed = True
-            else:
-                i += 1
+        # remove blocks of chunks, halving the block size
+        size = max(1, len(self.chunks) // 2)
+        while size >= 1 and len(self.chunks) > 1:
+            i = 0
+            while i < len(self.chunks) and len(self.chunks) > 1:
+                trial = self.chunks[:i] + self.chunks[i + size :]
+                if trial and self._fails_with(text_chunks=trial):
+                    self.chunks = trial
+                    changed = True
+                else:
+                    i += size
+            size //= 2
         # merge neighbours
         i = 0
         while i + 1 < len(self.chunks):
@@ -198,6 +206,12 @@ class _Case:
             spec = fields[name]
             if not isinstance(spec, dict):
                 continue
+            if "content" in spec or "content_args" in spec:
+                c = copy.deepcopy(t)
+                if name in c["fields"]:
+                    c["fields"][name].pop("content", None)
+                    c["fields"][name].pop("content_args", None)
+                    yield c
             for key in ("join", "optional", "transform_each", "repeats", "content_args", "transform", "content"):
                 if key in spec:
                     c = copy.deepcopy(t)
@@ -234,12 +248,23 @@ class _Case:
                         yield c
 
 
-def minimize(rec: dict, respc_mod: Any, rounds: int = 4) -> dict:
+def minimize(rec: dict, respc_mod: Any, rounds: int = 4, budget: float = 90.0) -> dict:
+    # a hang is what we may be shrinking: give respc less time per attempt while minimizing
+    saved = harness.RESPC_TIMEOUT
+    harness.RESPC_TIMEOUT = min(saved, 1.0)
+    try:
+        return _minimize(rec, respc_mod, rounds, budget)
+    finally:
+        harness.RESPC_TIMEOUT = saved
+
+
+def _minimize(rec: dict, respc_mod: Any, rounds: int, budget: float) -> dict:
     case = _Case(rec, respc_mod)
     if not case._fails_with():
         out = dict(rec)
         out["minimized"] = False
         return out
+    case.deadline = time.monotonic() + budget
     for _ in range(rounds):
         changed = False
         changed |= case.shrink_template()
@@ -248,6 +273,7 @@ def minimize(rec: dict, respc_mod: Any, rounds: int = 4) -> dict:
         changed |= case.shrink_chunks()
         if not changed:
             break
+    case.deadline = None
     case._fails_with()
     diff, ref, got = case.last
     return {

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minimize", action="store_true", help="minimize each distinct mismatch found")
     ap.add_argument("--max-print", type=int, default=10, help="how many failures to print in full")
     ap.add_argument("--json-out", type=str, default=None, help="write all kept failures as JSON to this file")
+    ap.add_argument("--progress", action="store_true", help="print progress and slow groups")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every failure as it happens")
     args = ap.parse_args(argv)
 
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         only_group=args.group,
         ref_only=args.ref_only,
         verbose=args.verbose,
+        progress=args.progress,
     )
     print(stats.summary())
     if not args.verbose:
@@ -71,11 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         import minimize
 
         seen: set = set()
+        done_inputs: set = set()
         for rec in stats.failures:
             if "reference" not in rec:
                 continue
+            if (rec["group"], rec["input"]) in done_inputs:
+                continue  # other chunkings of the same input: almost always the same bug
+            done_inputs.add((rec["group"], rec["input"]))
             small = minimize.minimize(rec, respc_mod)
-            sig = (small["kind"], json.dumps(small["template"], sort_keys=True, default=repr), small["prefix"], tuple(small["chunks"]))
+            sig = (small["kind"], json.dumps(small["template"], sort_keys=True, default=repr))
             if sig in seen:
                 continue
             seen.add(sig)

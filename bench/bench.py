@@ -1,0 +1,319 @@
+"""respc benchmarks, side by side with the reference (transformers 5.23.0) when installed.
+
+    python bench/bench.py            # everything (a few minutes)
+    python bench/bench.py --quick    # fewer repetitions, smaller long-stream sizes
+
+Every figure is a median over interleaved runs (respc, reference, floor, respc, ...) in
+one process, so the ratios compare like with like on a noisy, shared machine. Inputs are
+fixed files under bench/samples/ and text derived from them deterministically.
+Without transformers installed, only respc's own figures are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SAMPLES = HERE / "samples"
+ROOT = HERE.parent
+WORKLOADS = ["smollm3", "qwen3", "gpt_oss", "cohere"]
+
+os.environ.setdefault("RESPC_CACHE_DIR", tempfile.mkdtemp(prefix="respc-bench-cache-"))
+
+import respc  # noqa: E402
+from respc.compiler import compile_source, load_template_file  # noqa: E402
+
+try:
+    import logging
+
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    from transformers.utils.chat_parsing import ResponseParser as RefParser  # noqa: E402
+    from transformers.utils.chat_parsing import parse_response as ref_parse  # noqa: E402
+    from transformers.utils.chat_parsing.response_templates import load_response_template  # noqa: E402
+except ImportError:  # the reference is optional
+    RefParser = ref_parse = load_response_template = None
+
+perf = time.perf_counter
+
+
+def load_workload(name: str) -> dict:
+    return {
+        "name": name,
+        "template": load_template_file(ROOT / "templates" / f"{name}.json"),
+        "text": (SAMPLES / f"{name}.txt").read_text(encoding="utf-8"),
+        "prefix": (SAMPLES / f"{name}.prefix.txt").read_text(encoding="utf-8"),
+        "tools": json.loads((SAMPLES / f"{name}.tools.json").read_text(encoding="utf-8")),
+    }
+
+
+def chunks_of(text: str, size: int = 4) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def interleaved(fns: dict, repeats: int, inner: int = 1) -> dict:
+    """Median seconds per call of each callable; each sample times ``inner`` calls, and
+    the callables take turns ``repeats`` times."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()  # warm up
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            gc.collect()
+            start = perf()
+            for _ in range(inner):
+                fn()
+            times[name].append((perf() - start) / inner)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+class FloorParser:
+    """The floor: a minimal feed loop (append a chunk, one str.find, build one event dict)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def feed(self, text: str) -> list[dict]:
+        self.parts.append(text)
+        text.find("<")
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
+
+def stream_respc(compiled, chunks, prefix="", tools=None):
+    def run():
+        parser = compiled.parser(prefix=prefix, tools=tools)
+        for chunk in chunks:
+            parser.feed(chunk)
+        return parser.finalize()
+
+    return run
+
+
+def stream_ref(ref_template, chunks, prefix="", tools=None):
+    def run():
+        parser = RefParser(ref_template, prefix=prefix, tools=tools)
+        for chunk in chunks:
+            parser.feed(chunk)
+        return parser.finalize()
+
+    return run
+
+
+def stream_floor(chunks):
+    def run():
+        parser = FloorParser()
+        for chunk in chunks:
+            parser.feed(chunk)
+
+    return run
+
+
+def fmt_us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def bench_streaming(workloads: list[dict], repeats: int) -> str:
+    rows = []
+    for w in workloads:
+        compiled = respc.compile_template(w["template"])
+        chunks = chunks_of(w["text"])
+        fns = {"respc": stream_respc(compiled, chunks, w["prefix"], w["tools"]), "floor": stream_floor(chunks)}
+        if RefParser is not None:
+            ref_template = load_response_template(w["template"])
+            assert fns["respc"]() == stream_ref(ref_template, chunks, w["prefix"], w["tools"])(), w["name"]
+            fns["reference"] = stream_ref(ref_template, chunks, w["prefix"], w["tools"])
+        med = interleaved(fns, repeats)
+        per = {k: v / len(chunks) for k, v in med.items()}
+        row = [w["name"], f"{len(w['text']) / 1024:.1f} KB", str(len(chunks)), fmt_us(per["respc"])]
+        if "reference" in per:
+            row += [fmt_us(per["reference"]), f"{per['reference'] / per['respc']:.1f}x"]
+        row += [fmt_us(per["floor"]), f"{per['respc'] / per['floor']:.2f}x"]
+        rows.append(row)
+    headers = ["workload", "size", "chunks", "respc us/chunk"]
+    if RefParser is not None:
+        headers += ["reference us/chunk", "speed-up"]
+    headers += ["floor us/chunk", "respc / floor"]
+    return "### Streaming, 4-character chunks\n\n" + table(headers, rows)
+
+
+def long_output(size: int) -> str:
+    """A SmolLM3-style reply whose reasoning and content together reach ``size`` characters."""
+    prose = (SAMPLES / "smollm3.txt").read_text(encoding="utf-8")
+    prose = prose.replace("<", "(").replace(">", ")")  # plain text: no delimiters inside
+    half = size // 2
+    body = (prose * (half // len(prose) + 1))[:half]
+    return f"<think>{body}</think>{body}<|im_end|>"
+
+
+def bench_flatness(sizes: list[int], ref_max: int, repeats: int) -> str:
+    template = load_template_file(ROOT / "templates" / "smollm3.json")
+    compiled = respc.compile_template(template)
+    ref_template = load_response_template(template) if RefParser is not None else None
+    rows = []
+    base = None
+    for size in sizes:
+        chunks = chunks_of(long_output(size))
+        reps = repeats if size <= 100_000 else max(1, repeats // 4)
+        fns = {"respc": stream_respc(compiled, chunks)}
+        if ref_template is not None and size <= ref_max:
+            fns["reference"] = stream_ref(ref_template, chunks)
+            reps_ref = reps if size <= 100_000 else 1
+            med = interleaved({"respc": fns["respc"]}, reps)
+            med.update(interleaved({"reference": fns["reference"]}, reps_ref))
+        else:
+            med = interleaved(fns, reps)
+        per = {k: v / len(chunks) for k, v in med.items()}
+        base = base or per["respc"]
+        row = [f"{size / 1000:,.0f} KB", fmt_us(per["respc"]), f"{per['respc'] / base:.2f}x"]
+        if ref_template is not None:
+            row += [fmt_us(per["reference"]), f"{per['reference'] / per['respc']:.1f}x"] if "reference" in per else ["-", "-"]
+        rows.append(row)
+    headers = ["output", "respc us/chunk", "vs smallest"]
+    if ref_template is not None:
+        headers += ["reference us/chunk", "speed-up"]
+    return "### Per-chunk cost against output length (smollm3, 4-character chunks)\n\n" + table(headers, rows)
+
+
+def bench_held_regex(size: int, repeats: int) -> str:
+    template = load_template_file(ROOT / "templates" / "gpt_oss.json")
+    compiled = respc.compile_template(template)
+    header = "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    filler = ("lorem ipsum dolor sit amet, " * (size // 28 + 1))[: size - len(header)]
+    chunks = chunks_of(header + filler)
+    fns = {"respc": stream_respc(compiled, chunks)}
+    if RefParser is not None:
+        ref_template = load_response_template(template)
+        assert fns["respc"]() == stream_ref(ref_template, chunks)()
+        fns["reference"] = stream_ref(ref_template, chunks)
+    med = interleaved(fns, repeats)
+    row = [f"{size / 1000:.0f} KB", f"{med['respc']:.3f}"]
+    headers = ["held text", "respc s"]
+    if "reference" in med:
+        row += [f"{med['reference']:.3f}", f"{med['reference'] / med['respc']:.0f}x"]
+        headers += ["reference s", "speed-up"]
+    return (
+        "### A regex delimiter left pending (gpt-oss tool header without <|message|>)\n\n"
+        + table(headers, [row])
+    )
+
+
+def bench_one_shot(workloads: list[dict], repeats: int) -> str:
+    rows = []
+    for w in workloads:
+        compiled = respc.compile_template(w["template"])
+        text, prefix, tools, template = w["text"], w["prefix"], w["tools"], w["template"]
+        fns = {
+            "compiled": lambda: compiled.parse(text, prefix=prefix, tools=tools),
+            "dict": lambda: respc.parse_response(text, template, prefix=prefix, tools=tools),
+        }
+        if ref_parse is not None:
+            assert fns["compiled"]() == ref_parse(text, template, prefix=prefix, tools=tools)
+            fns["reference"] = lambda: ref_parse(text, template, prefix=prefix, tools=tools)
+        med = interleaved(fns, repeats, inner=20)
+        row = [w["name"], f"{med['compiled'] * 1e3:.3f}", f"{med['dict'] * 1e3:.3f}"]
+        if "reference" in med:
+            row += [
+                f"{med['reference'] * 1e3:.3f}",
+                f"{med['reference'] / med['compiled']:.1f}x",
+                f"{med['reference'] / med['dict']:.1f}x",
+            ]
+        rows.append(row)
+    headers = ["workload", "respc CompiledTemplate ms", "respc template dict ms"]
+    if ref_parse is not None:
+        headers += ["reference ms", "speed-up (compiled)", "speed-up (dict)"]
+    return "### One-shot parse of a whole reply (with its prefix and tools)\n\n" + table(headers, rows)
+
+
+def bench_memory(size: int) -> str:
+    compiled = respc.load("smollm3")
+    text = long_output(size)
+    chunks = chunks_of(text)
+    del text
+    gc.collect()
+    tracemalloc.start()
+    parser = compiled.parser(prefix="")
+    for chunk in chunks:
+        parser.feed(chunk)
+    message, _ = parser.finalize()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    message_size = sum(sys.getsizeof(v) for v in message.values())
+    return (
+        "### Memory of a long stream (tracemalloc peak while streaming, smollm3)\n\n"
+        + table(
+            ["stream", "peak", "final message", "peak / message"],
+            [[f"{size / 1e6:.0f} MB", f"{peak / 1e6:.1f} MB", f"{message_size / 1e6:.1f} MB", f"{peak / message_size:.2f}x"]],
+        )
+    )
+
+
+def bench_compile(repeats: int) -> str:
+    template = load_template_file(ROOT / "templates" / "qwen3.json")
+    rows = []
+    for fmt in (True, False):
+        times = []
+        for i in range(repeats):
+            variant = {**template, "defaults": {"role": "assistant", "bench": i + (1000 if fmt else 0)}}
+            start = perf()
+            compile_source(variant, format=fmt)
+            times.append(perf() - start)
+        rows.append([f"cold compile ({'black-formatted' if fmt else 'unformatted'})", f"{statistics.median(times) * 1e3:.1f} ms"])
+    respc.compile_template(template)
+    n = 2000
+    start = perf()
+    for _ in range(n):
+        respc.compile_template(template)
+    rows.append(["cached lookup (template dict)", f"{(perf() - start) / n * 1e6:.1f} us"])
+    compiled = respc.compile_template(template)
+    start = perf()
+    for _ in range(n):
+        respc.compile_template(compiled)
+    rows.append(["cached lookup (CompiledTemplate)", f"{(perf() - start) / n * 1e6:.2f} us"])
+    return "### Compile time (qwen3 template)\n\n" + table(["what", "median"], rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller long streams")
+    parser.add_argument("--only", choices=["streaming", "flat", "held", "oneshot", "memory", "compile"])
+    args = parser.parse_args()
+    repeats = 5 if args.quick else 15
+    workloads = [load_workload(name) for name in WORKLOADS]
+    print(f"respc {respc.__version__}; reference: {'transformers 5.23.0' if RefParser else 'not installed'}; "
+          f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs\n")
+    sections = {
+        "streaming": lambda: bench_streaming(workloads, repeats),
+        "flat": lambda: bench_flatness(
+            [10_000, 100_000, 400_000] + ([] if args.quick else [1_600_000]), 1_600_000, max(3, repeats // 3)
+        ),
+        "held": lambda: bench_held_regex(200_000, 3),
+        "oneshot": lambda: bench_one_shot(workloads, repeats),
+        "memory": lambda: bench_memory(2_000_000 if args.quick else 10_000_000),
+        "compile": lambda: bench_compile(5),
+    }
+    for name, run in sections.items():
+        if args.only and name != args.only:
+            continue
+        print(run())
+        print(flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""The static regex facts the generated scans rely on agree with the regex engine.
+
+Each property compares the shortcut with what `regex`'s own (partial) search says, on
+randomly built patterns and texts (hypothesis, derandomized: seeded and reproducible;
+a failure prints the pattern and text).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from respc.compiler.regexinfo import gap_split, lead, lookback
+from respc.runtime.base import REGEX_WS, ws_run_start
+
+FLAGS = regex.DOTALL
+ALPHABET = "ab<|. \n"
+
+ATOMS = ["a", "b", "<", r"\|", r"\.", " ", r"\s", r"\w", ".", "[ab]", "[<a]", r"\n"]
+QUANTS = ["", "", "", "?", "*", "+", "{2}", "*?", "+?"]
+
+
+@st.composite
+def sequences(draw, depth=0):
+    items = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 2 and draw(st.integers(0, 5)) == 0:
+            branches = draw(st.lists(sequences(depth + 1), min_size=1, max_size=3))
+            kind = draw(st.sampled_from(["(?:", "(?P<g%d>" % depth, "("]))
+            atom = kind + "|".join(branches) + ")"
+        else:
+            atom = draw(st.sampled_from(ATOMS))
+        items.append(atom + draw(st.sampled_from(QUANTS)))
+    return "".join(items)
+
+
+@st.composite
+def patterns(draw):
+    branches = draw(st.lists(sequences(), min_size=1, max_size=2))
+    if draw(st.booleans()):
+        branches[0] = draw(st.sampled_from([r"\s*", r"\s+"])) + branches[0]
+    if draw(st.integers(0, 3)) == 0:
+        branches = [branches[0] + draw(st.sampled_from([".*?", ".*"])) + draw(st.sampled_from(["<b>", r"<\|m\|>", "ab"]))]
+    return "|".join(branches)
+
+
+texts = st.text(alphabet=ALPHABET, max_size=14)
+
+
+def _compile(pattern):
+    try:
+        return regex.compile(pattern, FLAGS)
+    except regex.error:
+        return None
+
+
+@settings(max_examples=1200, deadline=None, derandomize=True)
+@given(pattern=patterns(), text=texts)
+def test_every_match_begins_as_lead_says(pattern, text):
+    info = lead(pattern)
+    compiled = _compile(pattern)
+    if info is None or compiled is None:
+        return
+    n = len(text)
+    for p in range(n + 1):
+        m = compiled.match(text, p, partial=True)
+        if m is None or (m.partial and m.end() == p):
+            continue  # no match, or the engine's empty "could still start here" at the end
+        q = ws_run_start(text[::-1], 0, n - p)  # skip whitespace forwards
+        q = p + ((n - p) - q) if info.ws else p
+        if q < n:
+            assert text[q] in info.firsts, (pattern, text, p)
+        else:
+            assert m.partial and info.ws, (pattern, text, p)
+
+
+def _outcome_search(compiled, text, pos, eos):
+    m = compiled.search(text, pos, partial=not eos)
+    if m is not None and not m.partial:
+        return ("match", m.span())
+    if m is not None and m.end() > m.start():
+        return ("hold", m.start())
+    if m is not None and m.start() < len(text):
+        return ("hold", m.start())
+    return ("hold", len(text))
+
+
+def _outcome_candidates(compiled, info, text, pos, eos):
+    """The generated scan's candidate loop (emit._candidates), in plain Python."""
+    firsts = sorted(info.firsts)
+
+    def find(start):
+        found = [i for i in (text.find(c, start) for c in firsts) if i >= 0]
+        return min(found) if found else -1
+
+    m = None
+    i = find(pos)
+    while i >= 0:
+        if info.ws:
+            j = ws_run_start(text, pos, i)
+            c = compiled.match(text, j, partial=not eos)
+            if (c is None or c.partial) and j < i:
+                d = compiled.match(text, i, partial=not eos)
+                if d is not None and (c is None or not d.partial):
+                    c = d
+        else:
+            c = compiled.match(text, i, partial=not eos)
+        if c is not None:
+            if not c.partial:
+                m = c
+                break
+            if m is None:
+                m = c
+        i = find(i + 1)
+    if m is not None and not m.partial:
+        return ("match", m.span())
+    if m is not None:
+        return ("hold", m.start())
+    if info.ws and not eos:
+        return ("hold", ws_run_start(text, pos, len(text)))
+    return ("hold", len(text))
+
+
+@settings(max_examples=1200, deadline=None, derandomize=True)
+@given(pattern=patterns(), text=texts, data=st.data())
+def test_candidate_loop_equals_regex_search(pattern, text, data):
+    info = lead(pattern)
+    compiled = _compile(pattern)
+    if info is None or compiled is None:
+        return
+    pos = data.draw(st.integers(0, len(text)))
+    for eos in (False, True):
+        assert _outcome_candidates(compiled, info, text, pos, eos) == _outcome_search(compiled, text, pos, eos), (
+            pattern,
+            text,
+            pos,
+            eos,
+        )
+
+
+@settings(max_examples=1200, deadline=None, derandomize=True)
+@given(pattern=patterns(), text=texts, more=texts, data=st.data())
+def test_held_gap_match_stays_held_until_its_tail_appears(pattern, text, more, data):
+    split = gap_split(pattern)
+    compiled = _compile(pattern)
+    if split is None or compiled is None:
+        return
+    head, tail = split
+    pos = data.draw(st.integers(0, len(text)))
+    m = compiled.search(text, pos, partial=True)
+    if m is None or not m.partial or m.end() == m.start():
+        return
+    h = m.start()
+    if regex.compile(head, FLAGS).match(text, h) is None:
+        return  # not memoized
+    grown = text + more
+    if grown.find(tail, max(len(text) - len(tail) + 1, h)) >= 0:
+        return  # the tail showed up: the scan searches again
+    again = compiled.search(grown, pos, partial=True)
+    assert again is not None and again.partial and again.start() == h, (pattern, text, more, pos)
+
+
+def test_lead_examples():
+    assert lead(r"\s*<tool_call>\s*<function=(?P<name>\w+)>").firsts == {"<"}
+    assert lead(r"\s*<tool_call>").ws
+    assert lead(r"a.*?b|c").firsts == {"a", "c"}
+    assert lead(r"(?:\[\[x\]\]|\#!)").firsts == {"[", "#"}
+    for unknown in [r"\w+", r".x", r"a?b", r"(?i)ab", r"(?=a)b", r"\s*", r"a|", "$", r"[^a]"]:
+        assert lead(unknown) is None, unknown
+
+
+def test_gap_split_examples():
+    pattern = r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>"
+    assert gap_split(pattern) == (r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", "<|message|>")
+    assert gap_split(r"a.*b") == ("a", "b")
+    for none in [r"a(.*?)b", r"a.*?b|c", r".*?b", r"a.*?\w", r"a.*?b+"]:
+        assert gap_split(none) is None, none
+
+
+def test_lookback_needs():
+    assert lookback(r"<tool_call>(?P<name>\w+)") == 0
+    assert lookback(r"\s*$") == 0
+    assert lookback(r"^x") > 0 and lookback(r"\bword") > 0 and lookback(r"(?m)x") > 0
+    assert lookback(r"[^x]y") == 0
+    assert lookback(r"(?<=a)b") == -1 and lookback(r"(?<!a)b") == -1 and lookback(r"(?r)ab") == -1
+
+
+def test_regex_whitespace_set_is_exact():
+    pattern = regex.compile(r"\s")
+    expected = {chr(c) for c in range(sys.maxunicode + 1) if pattern.match(chr(c))}
+    assert set(REGEX_WS) == expected
