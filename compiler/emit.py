@@ -176,6 +176,9 @@ class _ScanWriter:
 
     def _find_first(self, firsts: list[str], start: str, level: int) -> None:
         """``i`` = the first position >= ``start`` holding one of ``firsts`` (-1: none)."""
+        if len(firsts) > 1 and start != "pos":
+            self.emit(f"k = {start}", level)
+            start = "k"
         self.emit(f"i = buf.find({literal(firsts[0])}, {start})", level)
         for c in firsts[1:]:
             self.emit(f"j = buf.find({literal(c)}, {start})", level)

@@ -215,3 +215,21 @@ def test_two_processes_compiling_at_once_both_succeed(tmp_path):
     assert results[0] == results[1] and results[0][1] == {"v": 5}
     assert len(list(tmp_path.glob("*.py"))) == 1
     assert not list(tmp_path.glob(".tmp-*"))
+
+
+_HANG_CASE = """
+import respc
+template = {"start_anchor": ["A:", "<s>"], "fields": {
+    "meta": {"close_pattern": "(?:<\\\\|c\\\\|>|\\\\|>)"},
+    "z": {"close": "|>", "open": ["<", "<|s|>", "|>"]},
+    "y": {"open_pattern": "(?:<\\\\|s\\\\|>|\\\\|>)", "repeats": True, "close_pattern": "\\\\r?\\\\n<\\\\|m\\\\|>"}}}
+parser = respc.ResponseParser(template, "1 the <s>x 0.5|>|><|s|>|><s><|s|>")
+print(parser.initial_events, parser.feed("|><|s|>[1]\\n<|m|>a|>|>"), parser.finalize())
+"""
+
+
+def test_regex_with_several_first_characters_terminates():
+    """Regression: a scan whose regex can start with '<' or '|' once looped forever."""
+    done = subprocess.run([sys.executable, "-c", _HANG_CASE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "region_close" in done.stdout

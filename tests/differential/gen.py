@@ -45,6 +45,7 @@ FILLER_PIECES = [
     "hello", "world", " ", "  ", "\n", "\t", "a", "b", "x", "é", "ñ", "ü", "日本語", "中文", "🙂", "👍🏽",
     "<", ">", "|", "/", "{", "}", "[", "]", '"', "'", ":", ",", "=", ";", "1", "42", "0.5", "-", "_",
     "to=", "Ünïcödé", "ok", " the ", "Σ", "\u200b", "\r\n", "\\", "$", "^", ".", "*",
+    "\u212a", "\u017f", "\u1e9e", "İ", "e\u0301", "\x00", "\u2028",
 ]
 
 TOOL_NAMES = ["get_w", "search", "f", "calc", "noargs", "名前", "unknown_tool"]
@@ -258,7 +259,14 @@ def regex_delim(rng: random.Random, kind: str, palette: list[str], groups_ok: bo
 
 
 def exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: str) -> Delim:
-    """Regex features that stress partial matching and respc's buffer trimming."""
+    """Regex features that stress partial matching, respc's buffer trimming and its regex analysis."""
+    d = _exotic_delim(rng, kind, palette, A, B)
+    compiled = re.compile(d.value, re.DOTALL)
+    d.samples = [x for x in d.samples if compiled.search(x)] or [""]
+    return d
+
+
+def _exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: str) -> Delim:
     eA, eB = esc(A), esc(B)
     C = pick(rng, palette)
     eC = esc(C)
@@ -266,7 +274,46 @@ def exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: s
         "lb_var", "lb_unbounded", "neg_lb", "neg_la", "word_b", "m_caret", "m_dollar", "abs_A", "G", "case_i",
         "greedy_class", "empty_alt", "backref", "atomic", "possessive", "unicode", "crlf", "dot", "scoped_flag",
         "lb_long", "la_pos", "lazy_end", "nested_q", "fullcase", "v1_set", "grapheme", "cond",
+        "lead_ws", "lead_ws", "ci_unicode", "class_first", "class_first", "opt_first", "la_first", "empty_branch",
+        "hex_escape", "verbose", "named_char",
     ])
+    if f == "lead_ws":
+        lead = pick(rng, ["\\s*", "\\s+", "[ \\t]*", "\\n*", "(?:\\s|x)*", "\\s*?"])
+        return Delim(kind, f"{lead}{eA}", [A, " " + A, "\n\n" + A, "x " + A, "\t" + A])
+    if f == "ci_unicode":
+        w, samples = pick(rng, [
+            ("kelvin", ["kelvin", "KELVIN", "\u212aelvin"]),
+            ("stop", ["stop", "STOP", "\u017ftop"]),
+            ("<think>", ["<THINK>", "<think>", "<Think>"]),
+            ("straße", ["STRAßE", "straße", "STRA\u1e9eE"]),
+            ("ǆ", ["ǆ", "ǅ", "Ǆ"]),
+            ("i", ["i", "I", "\u0130"]),
+        ])
+        scoped = chance(rng, 0.5)
+        pat = f"(?i:{esc(w)})" if scoped else f"(?i){esc(w)}"
+        return Delim(kind, pat, samples)
+    if f == "class_first":
+        cls, samples = pick(rng, [
+            ("[<\\[]", ["<", "["]), ("[^a-z]", ["<", "1", "É"]), ("\\d", ["1", "٣"]), ("\\W", ["<", " "]),
+            (".", ["x", "\n"]), ("\\p{Lu}", ["A", "É"]), ("\\w", ["a", "é", "_"]), ("[\\s\\S]", ["q"]),
+        ])
+        return Delim(kind, f"{cls}{eA}", [x + A for x in samples])
+    if f == "opt_first":
+        return Delim(kind, f"(?:x)?{eA}", [A, "x" + A])
+    if f == "la_first":
+        return Delim(kind, f"(?={eA}){eA}", [A])
+    if f == "empty_branch":
+        return Delim(kind, f"(?:|x){eA}", [A, "x" + A])
+    if f == "hex_escape":
+        code = ord(A[0])
+        rest = esc(A[1:])
+        first = pick(rng, [f"\\x{code:02x}" if code < 256 else f"\\U{code:08x}", f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"])
+        return Delim(kind, first + rest, [A])
+    if f == "verbose":
+        spaced = " ".join(esc(ch) if ch != " " else "\\ " for ch in A)
+        return Delim(kind, f"(?x) {spaced}  # a comment", [A])
+    if f == "named_char":
+        return Delim(kind, "\\N{LATIN SMALL LETTER E WITH ACUTE}" + eA, ["é" + A])
     if f == "fullcase":
         return Delim(kind, "(?fi)straße", ["straße", "STRASSE", "Strasse"])
     if f == "v1_set":

@@ -54,6 +54,7 @@ class _Case:
             chunks = [next((t for t in chunks if self._fails_with(text_chunks=[t], oneshot=True)), chunks[0])]
         self.chunks = chunks
         self.construct_failure = rec["kind"].startswith("error@construct") or rec["kind"] == "not-TemplateError"
+        self.hang = "timeout" in rec.get("detail", "")
         self.last: tuple | None = None
         self.deadline: float | None = None
 
@@ -78,6 +79,8 @@ class _Case:
             return False
         if not self.construct_failure and got.error_step in ("construct",) and ref.error_step != "construct":
             return False  # wandered into a template respc rejects: not the same bug
+        if (got.error == "timeout") != self.hang:
+            return False  # a hang and a wrong answer are different bugs: keep the original one
         self.last = (diff, ref, got)
         return True
 
