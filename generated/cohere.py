@@ -87,7 +87,12 @@ class Parser(_base.ParserBase):
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
+    FAST = (
+        (("<",), False, ("<|END_THINKING|>",)),
+        (("<",), False, ("<|END_ACTION|>",)),
+        (("<",), False, ("<|END_RESPONSE|>",)),
+        (("<",), False, ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")),
+    )
     MEMOS = 0
 
     @staticmethod

@@ -94,7 +94,12 @@ class Parser(_base.ParserBase):
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
+    FAST = (
+        (("<",), False, ("<|end|>",)),
+        (("<",), False, ("<|call|>",)),
+        (("<",), False, ("<|return|>", "<|end|>")),
+        (("<",), False, None),
+    )
     MEMOS = 1
 
     @staticmethod

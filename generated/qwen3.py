@@ -92,7 +92,12 @@ class Parser(_base.ParserBase):
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("<",), True), (("<",), True))
+    FAST = (
+        (("<",), False, ("</think>",)),
+        (("<",), False, ("</tool_call>",)),
+        (("<",), True, None),
+        (("<",), True, None),
+    )
     MEMOS = 0
 
     @staticmethod

@@ -68,7 +68,34 @@ class Parser(_base.ParserBase):
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("\n", "<"), False), (("\n", "<"), False))
+    FAST = (
+        (("<",), False, ("</think>",)),
+        (("<",), False, ("</tool_call>",)),
+        (
+            ("\n", "<"),
+            False,
+            (
+                "<think>",
+                "\n\n<tool_call>",
+                "\n<tool_call>",
+                "<tool_call>",
+                "\n<|im_end|>",
+                "<|im_end|>",
+            ),
+        ),
+        (
+            ("\n", "<"),
+            False,
+            (
+                "<think>",
+                "\n\n<tool_call>",
+                "\n<tool_call>",
+                "<tool_call>",
+                "\n<|im_end|>",
+                "<|im_end|>",
+            ),
+        ),
+    )
     MEMOS = 0
 
     @staticmethod

@@ -82,8 +82,9 @@ class ParserBase:
         """Return the prefix from just after the last start anchor (all of it if there is none)."""
         raise NotImplementedError
 
-    #: per state: ``(first characters, whitespace prefix)`` of every watched delimiter, or None
-    FAST: ClassVar[tuple[tuple[tuple[str, ...], bool] | None, ...]] = ()
+    #: per state: ``(first characters, whitespace lead, literals)`` of the watched delimiters
+    #: (literals: all of them when every one is literal, else None), or None: always scan
+    FAST: ClassVar[tuple[tuple[tuple[str, ...], bool, tuple[str, ...] | None] | None, ...]] = ()
     #: how many held-regex memos the scans keep (see compiler/regexinfo.gap_split)
     MEMOS: ClassVar[int] = 0
 
@@ -139,18 +140,32 @@ class ParserBase:
                         self._held = ""
                     return [{"type": "region_chunk", "field": self._name, "text": x, "dirty": self._dirty}]
                 return self._feed_quiet(x)
+            lits = self._lits
+            if lits is not None:
+                # Literal-only state: unless one of its literals occurs, nothing commits;
+                # emit up to the tail that may still grow into one of them.
+                for lit in lits:
+                    if lit in x:
+                        break
+                else:
+                    return self._feed_quiet(x, partial_start_any(x, 0, lits))
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         events: list[dict] = []
         self._process(events, False, text)
         return events
 
-    def _feed_quiet(self, x: str) -> list[dict]:
-        """The fast path's general case: ``x`` (held text + chunk) holds no delimiter start."""
-        n = cut = len(x)
-        if self._ws and x[-1] in REGEX_WS:
+    def _feed_quiet(self, x: str, cut: int = -1) -> list[dict]:
+        """The fast path's general case: nothing in ``x`` (held text + chunk) can commit;
+        emit it up to ``cut`` (default: all but a whitespace tail a delimiter may grow from)."""
+        n = len(x)
+        if cut >= 0:
+            pass
+        elif self._ws and x[-1] in REGEX_WS:
             # a whitespace-led regex delimiter may still grow from the trailing whitespace
             cut = ws_run_start(x, 0, n)
+        else:
+            cut = n
         events: list[dict] = []
         if cut:
             piece = x[:cut] if cut < n else x
@@ -302,10 +317,10 @@ class ParserBase:
     def _set_fast(self, state: int) -> None:
         fast = None if self._finalized else self.FAST[state]
         if fast is None:
-            self._firsts = None
+            self._firsts = self._lits = None
             self._ws = self._simple = False
         else:
-            self._firsts, self._ws = fast
+            self._firsts, self._ws, self._lits = fast
             self._simple = not self._ws and self.CONTEXT == 0 and self._cur >= 0
 
     def _reset(self) -> None:

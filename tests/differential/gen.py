@@ -424,7 +424,7 @@ def gen_value_parser(rng: random.Random, depth: int = 0) -> dict:
         names += ["kv-lines", "xml-inline"]
     name = pick(rng, names)
     vp: dict = {"name": name}
-    if chance(rng, 0.7):
+    if name == "xml-inline" or chance(rng, 0.7):  # xml-inline needs its tag_pattern
         vp["args"] = gen_content_args(rng, name, depth + 1)
     return vp
 
