@@ -411,6 +411,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     idents = _identifiers(ir.fields)
     regex_names: dict = {}
     memo_slots: dict[str, int] = {}
+    memo_info: list[tuple[int, str]] = []  # per memo slot: (state, literal tail)
     regexes = []
 
     def add_regex(pattern: str, path: str, ident: str) -> None:
@@ -425,6 +426,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 add_regex(d.pattern, d.path, f"{ident}_{role}")
                 if d.gap is not None:
                     memo_slots[d.path] = len(memo_slots)
+                    watched_in = len(ir.fields) if (role == "open" or f.implicit) else f.index
+                    memo_info.append((watched_in, d.gap[1]))
                     head = ("head", d.gap[0])
                     if head not in regex_names:
                         regex_names[head] = f"_RE_{ident.upper()}_{role.upper()}_HEAD_{len(regexes)}"
@@ -470,6 +473,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         finish_table=[f["name"] for f in finishers],
         fast=fast_table,
         memos=len(memo_slots),
+        memo_states=tuple(state for state, _ in memo_info),
+        memo_tails=tuple(tail for _, tail in memo_info),
     )
 
 

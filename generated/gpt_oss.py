@@ -101,6 +101,9 @@ class Parser(_base.ParserBase):
         (("<",), False, None),
     )
     MEMOS = 1
+    # per memo: the state whose scan keeps it, and the literal that ends its gap
+    MEMO_STATES = (3,)
+    MEMO_TAILS = ("<|message|>",)
 
     @staticmethod
     def new_defaults():

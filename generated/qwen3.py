@@ -99,6 +99,9 @@ class Parser(_base.ParserBase):
         (("<",), True, None),
     )
     MEMOS = 0
+    # per memo: the state whose scan keeps it, and the literal that ends its gap
+    MEMO_STATES = ()
+    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():

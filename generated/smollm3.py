@@ -97,6 +97,9 @@ class Parser(_base.ParserBase):
         ),
     )
     MEMOS = 0
+    # per memo: the state whose scan keeps it, and the literal that ends its gap
+    MEMO_STATES = ()
+    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():

@@ -87,6 +87,9 @@ class ParserBase:
     FAST: ClassVar[tuple[tuple[tuple[str, ...], bool, tuple[str, ...] | None] | None, ...]] = ()
     #: how many held-regex memos the scans keep (see compiler/regexinfo.gap_split)
     MEMOS: ClassVar[int] = 0
+    #: per memo: the state whose scan keeps it, and the literal tail of its pattern
+    MEMO_STATES: ClassVar[tuple[int, ...]] = ()
+    MEMO_TAILS: ClassVar[tuple[str, ...]] = ()
 
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
@@ -103,6 +106,12 @@ class ParserBase:
         self._opened_at = -1
         self._off = 0
         self._memo: list = [None] * self.MEMOS
+        # A stable hold: the held text starts with a regex match that stays partial until
+        # its tail literal appears; until then feeds only collect text (see _feed_stable).
+        self._stable: str | None = None  # that tail literal
+        self._stable_edge = ""  # the last len(tail) - 1 characters seen
+        self._more: list[str] = []  # text fed since, not yet joined to _held
+        self._more_blocks: list[str] = []
         self._finalized = False
         # body of the open region, oldest first: _acc, _big, _blocks, then recent _parts
         self._parts: list[str] = []
@@ -119,6 +128,19 @@ class ParserBase:
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
+        if self._stable is not None and text.__class__ is str:
+            tail = self._stable
+            edge = self._stable_edge + text
+            if tail not in edge:
+                # still held, nothing to emit: keep the text without rescanning the hold
+                more = self._more
+                more.append(text)
+                if len(more) > _MERGE_PARTS:
+                    self._more_blocks.append("".join(more))
+                    more.clear()
+                self._stable_edge = edge[1 - len(tail) :] if len(tail) > 1 else ""
+                return []
+            self._stable = None
         firsts = self._firsts
         if firsts is not None and text:
             # Fast path: no delimiter watched in this state can start in the held text
@@ -199,6 +221,11 @@ class ParserBase:
     # --- the state machine -------------------------------------------------
     def _process(self, events: list[dict], eos: bool, text: str) -> None:
         """Scan and commit delimiters over ``held + text`` (the slow path; see the module doc)."""
+        if self._more or self._more_blocks:
+            self._held = "".join([self._held, *self._more_blocks, *self._more])
+            self._more.clear()
+            self._more_blocks.clear()
+        self._stable = None
         ctx = self._ctx
         buf = ctx + self._held + text if (ctx or self._held) else text
         pos = start = len(ctx)
@@ -212,9 +239,12 @@ class ParserBase:
                             self._accumulate(events, buf[pos:])
                             pos = len(buf)
                         self._close_current(events)
-                    elif found > pos:
-                        self._accumulate(events, buf[pos:found])
-                        pos = found
+                    else:
+                        if found > pos:
+                            self._accumulate(events, buf[pos:found])
+                            pos = found
+                        if self.MEMOS and pos < len(buf):
+                            self._check_stable(buf, pos)
                     break
                 begin, end, action, match = found
                 if begin > pos:
@@ -240,6 +270,23 @@ class ParserBase:
             self._ctx = buf[cut:pos]
             self._held = buf[pos:]
             self._done += pos - start
+
+    def _check_stable(self, buf: str, pos: int) -> None:
+        """After a scan that holds ``buf[pos:]``: is the hold a memoized regex match that
+        only its tail literal can complete? Then later feeds need not scan until it shows."""
+        n_abs = len(buf) + self._off
+        start_abs = pos + self._off
+        for slot, memo in enumerate(self._memo):
+            if (
+                memo is not None
+                and memo[0] == start_abs
+                and memo[1] == n_abs
+                and self.MEMO_STATES[slot] == self._state
+            ):
+                tail = self.MEMO_TAILS[slot]
+                self._stable = tail
+                self._stable_edge = buf[max(pos, len(buf) - len(tail) + 1) :] if len(tail) > 1 else ""
+                return
 
     def _compact(self) -> None:
         """Fold the recent chunks into blocks, and blocks into bigger blocks: a long body is

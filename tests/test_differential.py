@@ -49,4 +49,7 @@ def test_differential_against_reference(monkeypatch, capsys):
         shown = "\n".join(
             harness.format_failure(rec) if "reference" in rec else repr(rec) for rec in stats.failures[:5]
         )
-        pytest.fail(f"{stats.mismatches} differential mismatch(es)\n{summary}\n\nfirst failures:\n{shown}", pytrace=False)
+        pytest.fail(
+            f"{stats.mismatches} differential mismatch(es)\n{summary}\n\nfirst failures:\n{shown}",
+            pytrace=False,
+        )

@@ -42,10 +42,10 @@ TOKEN_FAMILIES: list[list[str]] = [
 ALL_TOKENS: list[str] = [t for fam in TOKEN_FAMILIES for t in fam]
 
 FILLER_PIECES = [
-    "hello", "world", " ", "  ", "\n", "\t", "a", "b", "x", "é", "ñ", "ü", "日本語", "中文", "🙂", "👍🏽",
-    "<", ">", "|", "/", "{", "}", "[", "]", '"', "'", ":", ",", "=", ";", "1", "42", "0.5", "-", "_",
-    "to=", "Ünïcödé", "ok", " the ", "Σ", "\u200b", "\r\n", "\\", "$", "^", ".", "*",
-    "\u212a", "\u017f", "\u1e9e", "İ", "e\u0301", "\x00", "\u2028",
+    "hello", "world", " ", "  ", "\n", "\t", "a", "b", "x", "é", "ñ", "ü", "日本語", "中文", "🙂", "👍🏽", "<",
+    ">", "|", "/", "{", "}", "[", "]", '"', "'", ":", ",", "=", ";", "1", "42", "0.5", "-", "_", "to=",
+    "Ünïcödé", "ok", " the ", "Σ", "\u200b", "\r\n", "\\", "$", "^", ".", "*", "\u212a", "\u017f",
+    "\u1e9e", "İ", "e\u0301", "\x00", "\u2028",
 ]
 
 TOOL_NAMES = ["get_w", "search", "f", "calc", "noargs", "名前", "unknown_tool"]
@@ -55,7 +55,10 @@ CAPTURE_NAMES = ["name", "id", "kind", "ch"]
 NORMAL_FIELD_NAMES = ["content", "reasoning_content", "tool_calls", "x", "y", "z", "answer", "n", "meta"]
 WEIRD_FIELD_NAMES = ["a-b", "名", "class", "None", "__x__", "with space", "0", "", "'q'", '"dq"', "\\", "é"]
 
-ANCHOR_LITERALS = ["<|im_start|>assistant\n", "<s>", "A:", "<|start|>assistant", "###", "<a>", "\n", "🙂", "aa", "##", "ab", "bc", "<a"]
+ANCHOR_LITERALS = [
+    "<|im_start|>assistant\n", "<s>", "A:", "<|start|>assistant", "###", "<a>", "\n", "🙂", "aa", "##",
+    "ab", "bc", "<a",
+]
 ANCHOR_PATTERNS = [
     (r"<\|im_start\|>assistant\n?", ["<|im_start|>assistant\n", "<|im_start|>assistant"]),
     (r"(?:User|Bot):\s*", ["User: ", "Bot:", "Bot:\n"]),
@@ -68,8 +71,16 @@ ANCHOR_PATTERNS = [
 ]
 
 SCALAR_BODIES = {
-    "int": [" 42 ", "-3", "+7", "1_000", "0", "x", "", "٣", "１２", "1.5", " 12\n", "007", "9" * 25, "-", "1e3"],
-    "float": ["1.5", "nan", "inf", "-0.0", "1e3", "abc", " 2 ", "", "1_0.5", "-Infinity", ".5", "5.", "NaN", "1e999"],
+    "int": [
+        " 42 ", "-3", "+7", "1_000", "0", "x", "", "٣", "１２", "1.5", " 12\n", "007",
+        "9" * 25,
+        "-",
+        "1e3",
+    ],
+    "float": [
+        "1.5", "nan", "inf", "-0.0", "1e3", "abc", " 2 ", "", "1_0.5", "-Infinity", ".5", "5.", "NaN",
+        "1e999",
+    ],
     "bool": ["true", "True", "1", "false", "yes", "", " TRUE ", "0", "tru", "1 "],
 }
 
@@ -80,8 +91,9 @@ SCALAR_GOOD = {
 }
 
 ARG_RAW_VALUES = [
-    "12", " 7 ", "3.0", "3.5", "1e3", "1E2", "1.5", "nan", "inf", "-inf", "true", "False", "0", "1", "null",
-    "None", "[1, 2]", '{"k": 1}', "abc", "", "1_000", "-0", "١٢", " true ", "[]", "{}", '"s"', "2.", "0x10",
+    "12", " 7 ", "3.0", "3.5", "1e3", "1E2", "1.5", "nan", "inf", "-inf", "true", "False", "0", "1",
+    "null", "None", "[1, 2]", '{"k": 1}', "abc", "", "1_000", "-0", "١٢", " true ", "[]", "{}", '"s"',
+    "2.", "0x10",
 ]
 
 
@@ -165,7 +177,13 @@ def filler(rng: random.Random, palette: list[str], n: int | None = None) -> str:
         elif r < 0.93 and palette:
             out.append(pick(rng, palette))
         else:
-            out.append(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FF), rng.randint(0x4E00, 0x4E40)])))
+            out.append(
+                chr(
+                    rng.choice(
+                        [rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FF), rng.randint(0x4E00, 0x4E40)]
+                    )
+                )
+            )
     return "".join(out)
 
 
@@ -270,33 +288,48 @@ def _exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: 
     eA, eB = esc(A), esc(B)
     C = pick(rng, palette)
     eC = esc(C)
-    f = pick(rng, [
-        "lb_var", "lb_unbounded", "neg_lb", "neg_la", "word_b", "m_caret", "m_dollar", "abs_A", "G", "case_i",
-        "greedy_class", "empty_alt", "backref", "atomic", "possessive", "unicode", "crlf", "dot", "scoped_flag",
-        "lb_long", "la_pos", "lazy_end", "nested_q", "fullcase", "v1_set", "grapheme", "cond",
-        "lead_ws", "lead_ws", "ci_unicode", "class_first", "class_first", "opt_first", "la_first", "empty_branch",
-        "hex_escape", "verbose", "named_char",
-    ])
+    f = pick(
+        rng,
+        [
+            "lb_var", "lb_unbounded", "neg_lb", "neg_la", "word_b", "m_caret", "m_dollar", "abs_A", "G",
+            "case_i", "greedy_class", "empty_alt", "backref", "atomic", "possessive", "unicode", "crlf",
+            "dot", "scoped_flag", "lb_long", "la_pos", "lazy_end", "nested_q", "fullcase", "v1_set",
+            "grapheme", "cond", "lead_ws", "lead_ws", "ci_unicode", "class_first", "class_first",
+            "opt_first", "la_first", "empty_branch", "hex_escape", "verbose", "named_char",
+        ],
+    )
     if f == "lead_ws":
         lead = pick(rng, ["\\s*", "\\s+", "[ \\t]*", "\\n*", "(?:\\s|x)*", "\\s*?"])
         return Delim(kind, f"{lead}{eA}", [A, " " + A, "\n\n" + A, "x " + A, "\t" + A])
     if f == "ci_unicode":
-        w, samples = pick(rng, [
-            ("kelvin", ["kelvin", "KELVIN", "\u212aelvin"]),
-            ("stop", ["stop", "STOP", "\u017ftop"]),
-            ("<think>", ["<THINK>", "<think>", "<Think>"]),
-            ("straße", ["STRAßE", "straße", "STRA\u1e9eE"]),
-            ("ǆ", ["ǆ", "ǅ", "Ǆ"]),
-            ("i", ["i", "I", "\u0130"]),
-        ])
+        w, samples = pick(
+            rng,
+            [
+                ("kelvin", ["kelvin", "KELVIN", "\u212aelvin"]),
+                ("stop", ["stop", "STOP", "\u017ftop"]),
+                ("<think>", ["<THINK>", "<think>", "<Think>"]),
+                ("straße", ["STRAßE", "straße", "STRA\u1e9eE"]),
+                ("ǆ", ["ǆ", "ǅ", "Ǆ"]),
+                ("i", ["i", "I", "\u0130"]),
+            ],
+        )
         scoped = chance(rng, 0.5)
         pat = f"(?i:{esc(w)})" if scoped else f"(?i){esc(w)}"
         return Delim(kind, pat, samples)
     if f == "class_first":
-        cls, samples = pick(rng, [
-            ("[<\\[]", ["<", "["]), ("[^a-z]", ["<", "1", "É"]), ("\\d", ["1", "٣"]), ("\\W", ["<", " "]),
-            (".", ["x", "\n"]), ("\\p{Lu}", ["A", "É"]), ("\\w", ["a", "é", "_"]), ("[\\s\\S]", ["q"]),
-        ])
+        cls, samples = pick(
+            rng,
+            [
+                ("[<\\[]", ["<", "["]),
+                ("[^a-z]", ["<", "1", "É"]),
+                ("\\d", ["1", "٣"]),
+                ("\\W", ["<", " "]),
+                (".", ["x", "\n"]),
+                ("\\p{Lu}", ["A", "É"]),
+                ("\\w", ["a", "é", "_"]),
+                ("[\\s\\S]", ["q"]),
+            ],
+        )
         return Delim(kind, f"{cls}{eA}", [x + A for x in samples])
     if f == "opt_first":
         return Delim(kind, f"(?:x)?{eA}", [A, "x" + A])
@@ -307,7 +340,13 @@ def _exotic_delim(rng: random.Random, kind: str, palette: list[str], A: str, B: 
     if f == "hex_escape":
         code = ord(A[0])
         rest = esc(A[1:])
-        first = pick(rng, [f"\\x{code:02x}" if code < 256 else f"\\U{code:08x}", f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"])
+        first = pick(
+            rng,
+            [
+                f"\\x{code:02x}" if code < 256 else f"\\U{code:08x}",
+                f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}",
+            ],
+        )
         return Delim(kind, first + rest, [A])
     if f == "verbose":
         spaced = " ".join(esc(ch) if ch != " " else "\\ " for ch in A)
@@ -405,14 +444,20 @@ def make_delim(rng: random.Random, side: str, palette: list[str], groups_ok: boo
 
 TAG_PATTERNS = [
     # (pattern, renderer(key, value) -> str)
-    (r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", lambda k, v, ws: f"<parameter={k}>{ws}{v}{ws}</parameter>"),
+    (
+        r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>",
+        lambda k, v, ws: f"<parameter={k}>{ws}{v}{ws}</parameter>",
+    ),
     (r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>", lambda k, v, ws: f"<{k}>{v}</{k}>"),
     (r"(?P<key>\w+)=(?P<value>[^;]*);", lambda k, v, ws: f"{k}={v};"),
     (r'<arg name="(?P<key>[^"]+)">(?P<value>.*?)</arg>', lambda k, v, ws: f'<arg name="{k}">{v}</arg>{ws}'),
     (r"<\|(?P<key>\w+)\|>(?P<value>[^<]*)", lambda k, v, ws: f"<|{k}|>{v}"),
 ]
 #: a tag pattern whose value group may not participate (value None); used without value_parser only
-OPTIONAL_VALUE_TAG = (r"<(?P<key>\w+)(?:=(?P<value>[^/>]*))?/>", lambda k, v, ws: f"<{k}/>" if ws == "\n" else f"<{k}={v}/>")
+OPTIONAL_VALUE_TAG = (
+    r"<(?P<key>\w+)(?:=(?P<value>[^/>]*))?/>",
+    lambda k, v, ws: f"<{k}/>" if ws == "\n" else f"<{k}={v}/>",
+)
 STRING_DELIM_PAIRS = [["<<", ">>"], ["«", "»"], ['<|"|>', '<|"|>'], ["'", "'"], ["<escape>", "<escape>"]]
 LINE_SEPS = ["\n", ";", "\n\n", "|", "，"]
 KV_SEPS = [":", "=", " = ", "->", "："]
@@ -474,7 +519,13 @@ TOOL_TRANSFORM = {"type": "function", "function": "{content}"}
 
 
 def literal_leaf(rng: random.Random) -> Any:
-    return pick(rng, ["function", "x", "", "{}", "{ content }", "{a b}", "{1.x}", 0, 1, -2, 1.5, True, False, None, "é🙂", []])
+    return pick(
+        rng,
+        [
+            "function", "x", "", "{}", "{ content }", "{a b}", "{1.x}", 0, 1, -2, 1.5, True, False, None,
+            "é🙂", [],
+        ],
+    )
 
 
 def gen_random_transform(rng: random.Random, scope: list[str], depth: int = 0, dotted: bool = True) -> Any:
@@ -489,7 +540,9 @@ def gen_random_transform(rng: random.Random, scope: list[str], depth: int = 0, d
             return "{" + pick(rng, ["missing", "nope"]) + "}"  # KeyError at runtime
         return literal_leaf(rng)
     if r < 0.8:
-        keys = rng.sample(["type", "function", "name", "arguments", "value", "k", "ä", "content"], rng.randint(1, 3))
+        keys = rng.sample(
+            ["type", "function", "name", "arguments", "value", "k", "ä", "content"], rng.randint(1, 3)
+        )
         return {k: gen_random_transform(rng, scope, depth + 1, dotted) for k in keys}
     return [gen_random_transform(rng, scope, depth + 1, dotted) for _ in range(rng.randint(0, 3))]
 
@@ -507,8 +560,13 @@ class TemplateMeta:
     tool_universe: list[dict]
 
 
-def gen_field(rng: random.Random, name: str, palette: list[str], implicit: bool, zero_p: float) -> tuple[dict, FieldMeta]:
-    roles = ["text", "text", "think", "tool_json", "tool_named", "tool_each", "tool_dotted", "scalar", "random", "kv", "xml"]
+def gen_field(
+    rng: random.Random, name: str, palette: list[str], implicit: bool, zero_p: float
+) -> tuple[dict, FieldMeta]:
+    roles = [
+        "text", "text", "think", "tool_json", "tool_named", "tool_each", "tool_dotted", "scalar", "random",
+        "kv", "xml",
+    ]
     role = "text" if implicit and chance(rng, 0.85) else pick(rng, roles)
     if implicit and role in ("tool_named",):
         role = "tool_json"
@@ -545,25 +603,39 @@ def gen_field(rng: random.Random, name: str, palette: list[str], implicit: bool,
         transform = dict(TOOL_TRANSFORM) if chance(rng, 0.85) else None
         if transform is not None and chance(rng, 0.2):
             # aliasing: the same parsed object reachable twice (in-place argument coercion shows in both)
-            transform = pick(rng, [
-                {"type": "function", "function": "{content}", "raw": "{content}"},
-                {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}, "args": "{content.arguments}"},
-                ["{content}", {"function": "{content}"}],
-                {"function": "{content}", "again": {"function": "{content}"}},
-            ])
+            transform = pick(
+                rng,
+                [
+                    {"type": "function", "function": "{content}", "raw": "{content}"},
+                    {
+                        "type": "function",
+                        "function": {"name": "{content.name}", "arguments": "{content.arguments}"},
+                        "args": "{content.arguments}",
+                    },
+                    ["{content}", {"function": "{content}"}],
+                    {"function": "{content}", "again": {"function": "{content}"}},
+                ],
+            )
     elif role == "tool_named":
         content = pick(rng, ["json", "xml-inline", "kv-lines", "json"])
         g = groups[0] if groups else "name"
         transform = {"type": "function", "function": {"name": "{" + g + "}", "arguments": "{content}"}}
         if chance(rng, 0.2):
-            transform = {"function": {"arguments": "{content}", "name": "{" + g + "}"}, "type": "function", "id": pick(rng, ["c1", None, 7])}
+            transform = {
+                "function": {"arguments": "{content}", "name": "{" + g + "}"},
+                "type": "function",
+                "id": pick(rng, ["c1", None, 7]),
+            }
     elif role == "tool_each":
         content = "json"
         transform_each = True
         transform = {"type": "function", "function": {"name": "{tool_name}", "arguments": "{parameters}"}}
     elif role == "tool_dotted":
         content = "json"
-        transform = {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.args}"}}
+        transform = {
+            "type": "function",
+            "function": {"name": "{content.name}", "arguments": "{content.args}"},
+        }
     elif role == "kv":
         content = "kv-lines"
     elif role == "xml":
@@ -571,13 +643,18 @@ def gen_field(rng: random.Random, name: str, palette: list[str], implicit: bool,
     else:  # random
         content = pick(rng, ["text", "int", "float", "bool", "json", "xml-inline", "kv-lines"])
         if groups or chance(rng, 0.4):
-            transform = gen_random_transform(rng, ["content"] + groups, dotted=content in ("json", "xml-inline", "kv-lines"))
+            transform = gen_random_transform(
+                rng, ["content"] + groups, dotted=content in ("json", "xml-inline", "kv-lines")
+            )
         if content == "json" and chance(rng, 0.15):
             transform_each = True
             transform = gen_random_transform(rng, ["tool_name", "parameters", "name"] + groups)
 
     if groups and transform is None:
-        transform = {"type": "function", "function": {"name": "{" + groups[0] + "}", "arguments": "{content}"}}
+        transform = {
+            "type": "function",
+            "function": {"name": "{" + groups[0] + "}", "arguments": "{content}"},
+        }
 
     if content != "text" or chance(rng, 0.4):
         spec["content"] = content
@@ -646,7 +723,13 @@ def gen_valid_template(rng: random.Random) -> tuple[dict, TemplateMeta]:
             dst.open = src.open
     for m in metas:
         spec = fields[m.name]
-        if "transform" not in spec and not (m.open and m.open.groups) and not (m.close and m.close.groups) and not spec.get("transform_each") and chance(rng, 0.04):
+        if (
+            "transform" not in spec
+            and not (m.open and m.open.groups)
+            and not (m.close and m.close.groups)
+            and not spec.get("transform_each")
+            and chance(rng, 0.04)
+        ):
             spec["transform"] = None  # explicit null: no transform
 
     tpl: dict = {}
@@ -695,12 +778,13 @@ def gen_valid_template(rng: random.Random) -> tuple[dict, TemplateMeta]:
 # --------------------------------------------------------------------------------------------
 
 INVALID_KINDS = [
-    "unknown_top_key", "unknown_field_key", "version2", "version_none", "open_and_pattern", "close_and_pattern",
-    "empty_list", "empty_literal", "empty_literal_in_list", "nonstr_in_list", "open_not_str", "bad_regex",
-    "bad_close_regex", "unknown_parser", "join_no_repeats", "join_not_str", "transform_each_not_bool",
-    "transform_each_no_transform", "mixed_placeholder", "named_groups_no_transform", "two_implicit",
-    "missing_anchor", "both_anchors", "fields_empty", "fields_missing", "fields_list", "defaults_not_dict",
-    "template_list", "field_not_dict", "anchor_empty", "anchor_empty_list", "anchor_bad_regex", "anchor_int",
+    "unknown_top_key", "unknown_field_key", "version2", "version_none", "open_and_pattern",
+    "close_and_pattern", "empty_list", "empty_literal", "empty_literal_in_list", "nonstr_in_list",
+    "open_not_str", "bad_regex", "bad_close_regex", "unknown_parser", "join_no_repeats", "join_not_str",
+    "transform_each_not_bool", "transform_each_no_transform", "mixed_placeholder",
+    "named_groups_no_transform", "two_implicit", "missing_anchor", "both_anchors", "fields_empty",
+    "fields_missing", "fields_list", "defaults_not_dict", "template_list", "field_not_dict",
+    "anchor_empty", "anchor_empty_list", "anchor_bad_regex", "anchor_int",
 ]
 
 
@@ -771,7 +855,9 @@ def make_invalid(rng: random.Random, tpl: dict, kind: str) -> Any:
         f.pop("transform", None)
         f["transform_each"] = True
     elif kind == "mixed_placeholder":
-        bad = pick(rng, ["a {x} b", "{content}x", "{{content}}", " {content}", "{content} {name}", "pre{a.b}"])
+        bad = pick(
+            rng, ["a {x} b", "{content}x", "{{content}}", " {content}", "{content} {name}", "pre{a.b}"]
+        )
         f["transform"] = pick(rng, [bad, {"k": bad}, ["{content}", bad], {"a": {"b": [1, bad]}}])
         f.pop("transform_each", None)
     elif kind == "named_groups_no_transform":
@@ -876,7 +962,11 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
         if not chance(rng, 0.8):
             continue
         form = pick(rng, ["openai", "openai", "bare", "pyfunc", "pyfunc", "noparams", "noprops"])
-        if form == "pyfunc" and all(TYPE_CATALOG[ti][1] is not None for _, ti in tool["args"]) and tool["name"].isidentifier():
+        if (
+            form == "pyfunc"
+            and all(TYPE_CATALOG[ti][1] is not None for _, ti in tool["args"])
+            and tool["name"].isidentifier()
+        ):
             # (functions the reference cannot convert -- no docstring, unannotated or unsupported
             # hints -- are a documented difference: respc only reads the hints; see docs/parity.md)
             src = pyfunc_source(tool, style=rng.randrange(3))
@@ -884,7 +974,10 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
             continue
         if form == "pyfunc" and chance(rng, 0.3) and tool["name"].isidentifier():
             # method form with hinted subset
-            hinted = {"name": tool["name"], "args": [a for a in tool["args"] if TYPE_CATALOG[a[1]][1] is not None]}
+            hinted = {
+                "name": tool["name"],
+                "args": [a for a in tool["args"] if TYPE_CATALOG[a[1]][1] is not None],
+            }
             out.append({"kind": "method", "source": pyfunc_source(hinted, method=True), "name": tool["name"]})
             continue
         props = {a: TYPE_CATALOG[ti][0] for a, ti in tool["args"]}
@@ -892,7 +985,9 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
         if form == "noparams":
             pass
         elif form == "noprops":
-            fn["parameters"] = {"type": "object"} if chance(rng, 0.5) else {"type": "object", "properties": []}
+            fn["parameters"] = (
+                {"type": "object"} if chance(rng, 0.5) else {"type": "object", "properties": []}
+            )
         else:
             fn["parameters"] = {"type": "object", "properties": props}
             if chance(rng, 0.3):
@@ -904,9 +999,33 @@ def gen_tools(rng: random.Random, universe: list[dict]) -> list[dict]:
     if universe and chance(rng, 0.05):
         # same name twice: the later schema wins in the reference
         t = pick(rng, universe)
-        out.append({"kind": "json", "value": {"name": t["name"], "parameters": {"type": "object", "properties": {a: {"type": "string"} for a, _ in t["args"]}}}})
+        out.append(
+            {
+                "kind": "json",
+                "value": {
+                    "name": t["name"],
+                    "parameters": {
+                        "type": "object",
+                        "properties": {a: {"type": "string"} for a, _ in t["args"]},
+                    },
+                },
+            }
+        )
     if chance(rng, 0.05):
-        out.append({"kind": "json", "value": pick(rng, [{"type": "function"}, {"name": 3}, {"function": {"name": "f", "parameters": 5}}, {"function": "x"}])})
+        out.append(
+            {
+                "kind": "json",
+                "value": pick(
+                    rng,
+                    [
+                        {"type": "function"},
+                        {"name": 3},
+                        {"function": {"name": "f", "parameters": 5}},
+                        {"function": "x"},
+                    ],
+                ),
+            }
+        )
     if chance(rng, 0.03):
         out.append({"kind": "json", "value": "not-a-dict"})
     if chance(rng, 0.02):
@@ -1002,8 +1121,15 @@ def _materialize_tools(specs: list[dict] | None) -> list | None:
 
 
 def json_scalar(rng: random.Random) -> Any:
-    return pick(rng, [0, 1, -7, 12345678901234567890, 1.5, -0.0, 2.0, 1e300, "s", "", "é🙂", "a\"b", "line\nbreak",
-                      True, False, None, "12", "3.5", "true", "null", "[1]", float("nan"), float("inf")])
+    return pick(
+        rng,
+        [
+            0, 1, -7, 12345678901234567890, 1.5, -0.0, 2.0, 1e300, "s", "", "é🙂", 'a"b', "line\nbreak",
+            True, False, None, "12", "3.5", "true", "null", "[1]",
+            float("nan"),
+            float("inf"),
+        ],
+    )
 
 
 def json_value(rng: random.Random, depth: int = 0) -> Any:
@@ -1103,7 +1229,9 @@ def _contains_close(fm: FieldMeta, body: str) -> bool:
         lits = [d.value] if isinstance(d.value, str) else d.value
         return any(lit in body for lit in lits)
     try:
-        return re.search(d.value, body, flags=re.DOTALL, partial=True) is not None and re.search(d.value, body, flags=re.DOTALL, partial=True).start() < len(body)
+        return re.search(d.value, body, flags=re.DOTALL, partial=True) is not None and re.search(
+            d.value, body, flags=re.DOTALL, partial=True
+        ).start() < len(body)
     except re.error:
         return False
 
@@ -1145,7 +1273,9 @@ def _gen_body(rng: random.Random, fm: FieldMeta, meta: TemplateMeta, clean: bool
         elif role == "tool_named":
             val = tool_args(rng, meta, pick_tool_name(rng, meta))
         else:
-            val = json_value(rng) if chance(rng, 0.6) else {k: arg_value(rng) for k in rng.sample(ARG_NAMES, 2)}
+            val = (
+                json_value(rng) if chance(rng, 0.6) else {k: arg_value(rng) for k in rng.sample(ARG_NAMES, 2)}
+            )
         s = wr.w(val)
         if chance(rng, 0.3):
             s = pick(rng, ["", " ", "\n"]) + s + pick(rng, ["", " ", "\n"])
@@ -1244,7 +1374,9 @@ def gen_segments(rng: random.Random, meta: TemplateMeta, nseg: int, clean: bool 
     return "".join(out)
 
 
-def gen_text(rng: random.Random, meta: TemplateMeta, clean: bool = False, pending: FieldMeta | None = None) -> str:
+def gen_text(
+    rng: random.Random, meta: TemplateMeta, clean: bool = False, pending: FieldMeta | None = None
+) -> str:
     if pending is not None:
         # the prefix opened ``pending``'s region: continue its body, close it, then carry on
         head = gen_body(rng, pending, meta, clean)
@@ -1264,7 +1396,9 @@ def gen_text(rng: random.Random, meta: TemplateMeta, clean: bool = False, pendin
     return s
 
 
-def gen_prefix(rng: random.Random, meta: TemplateMeta, clean: bool = False) -> tuple[str | None, FieldMeta | None]:
+def gen_prefix(
+    rng: random.Random, meta: TemplateMeta, clean: bool = False
+) -> tuple[str | None, FieldMeta | None]:
     r = rng.random()
     if r < 0.01:
         return None, None  # reference requires a prefix: ValueError at construction

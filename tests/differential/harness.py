@@ -74,15 +74,27 @@ def norm(v: Any) -> Any:
     if isinstance(v, int):
         return ("int", int(v)) if type(v) is int else ("int-subclass", type(v).__name__, int(v))
     if isinstance(v, float):
-        return ("float", "nan" if v != v else repr(float(v))) if type(v) is float else ("float-subclass", type(v).__name__, repr(v))
+        return (
+            ("float", "nan" if v != v else repr(float(v)))
+            if type(v) is float
+            else ("float-subclass", type(v).__name__, repr(v))
+        )
     if isinstance(v, str):
         return ("str", str(v)) if type(v) is str else ("str-subclass", type(v).__name__, str(v))
     if isinstance(v, list):
-        return ("list", tuple(norm(x) for x in v)) if type(v) is list else ("list-subclass", type(v).__name__, tuple(norm(x) for x in v))
+        return (
+            ("list", tuple(norm(x) for x in v))
+            if type(v) is list
+            else ("list-subclass", type(v).__name__, tuple(norm(x) for x in v))
+        )
     if isinstance(v, tuple):
         return ("tuple", tuple(norm(x) for x in v))
     if isinstance(v, dict):
-        return ("dict", tuple((norm(k), norm(x)) for k, x in v.items())) if type(v) is dict else ("dict-subclass", type(v).__name__, tuple((norm(k), norm(x)) for k, x in v.items()))
+        return (
+            ("dict", tuple((norm(k), norm(x)) for k, x in v.items()))
+            if type(v) is dict
+            else ("dict-subclass", type(v).__name__, tuple((norm(k), norm(x)) for k, x in v.items()))
+        )
     return ("other", type(v).__name__, repr(v))
 
 
@@ -285,9 +297,18 @@ def compare(ref: Trace, got: Trace, ref_rejects_template: bool) -> tuple[str, st
         r = ref.steps[i] if i < len(ref.steps) else None
         g = got.steps[i] if i < len(got.steps) else None
         if r == g:
-            if r is not None and r[1] == "err" and r[0] in ("construct", "parse_response") and ref_rejects_template and ref.steps[0] is r:
+            if (
+                r is not None
+                and r[1] == "err"
+                and r[0] in ("construct", "parse_response")
+                and ref_rejects_template
+                and ref.steps[0] is r
+            ):
                 if got.template_error is False:
-                    return ("not-TemplateError", f"{r[0]}: respc raised {got.error_msg!r}, expected respc.TemplateError")
+                    return (
+                        "not-TemplateError",
+                        f"{r[0]}: respc raised {got.error_msg!r}, expected respc.TemplateError",
+                    )
             continue
         if r is None or g is None:
             return ("step-count", f"step {i}: ref={_short(r)} respc={_short(g)}")
@@ -353,7 +374,8 @@ class Stats:
             f"  reference diverges -- skipped: {self.skipped_divergent} cases",
             f"  reference rejects a Python-function tool (documented difference) -- skipped: {self.skipped_documented} cases",
             f"  reference errors (case counts): {dict(sorted(self.ref_errors.items()))}",
-            f"  mismatches: {self.mismatches}" + (f"  by kind: {dict(self.kinds.most_common())}" if self.kinds else ""),
+            f"  mismatches: {self.mismatches}"
+            + (f"  by kind: {dict(self.kinds.most_common())}" if self.kinds else ""),
         ]
         if self.shape:
             lines.append(f"  output shape: {dict(sorted(self.shape.items()))}")
@@ -368,7 +390,17 @@ def _jsonable(x: Any) -> Any:
         return repr(x)
 
 
-def case_record(group: gen.Group, ii: int, label: str, inp: gen.Input, chunks, ref: Trace, got: Trace, kind: str, detail: str) -> dict:
+def case_record(
+    group: gen.Group,
+    ii: int,
+    label: str,
+    inp: gen.Input,
+    chunks,
+    ref: Trace,
+    got: Trace,
+    kind: str,
+    detail: str,
+) -> dict:
     return {
         "seed": group.seed,
         "group": group.index,
@@ -408,8 +440,21 @@ def format_failure(rec: dict) -> str:
         f"kind={rec['kind']}\n    {rec['detail']}\n"
         f"    reproduce: python tests/differential/run.py --seed {rec['seed']} --group {rec['group']} -v\n"
     )
-    body = json.dumps({k: rec[k] for k in ("template", "prefix", "text", "chunks", "tools", "invalid_kind")}, ensure_ascii=False, indent=None)
-    return head + "    case: " + body + "\n    reference: " + json.dumps(rec["reference"], ensure_ascii=False) + "\n    respc:     " + json.dumps(rec["respc"], ensure_ascii=False) + "\n"
+    body = json.dumps(
+        {k: rec[k] for k in ("template", "prefix", "text", "chunks", "tools", "invalid_kind")},
+        ensure_ascii=False,
+        indent=None,
+    )
+    return (
+        head
+        + "    case: "
+        + body
+        + "\n    reference: "
+        + json.dumps(rec["reference"], ensure_ascii=False)
+        + "\n    respc:     "
+        + json.dumps(rec["respc"], ensure_ascii=False)
+        + "\n"
+    )
 
 
 def _shape(tr: Trace, stats: Stats) -> None:
@@ -418,14 +463,23 @@ def _shape(tr: Trace, stats: Stats) -> None:
             msg = denorm(payload[0])
             if isinstance(msg, dict):
                 stats.shape["msg_keys>0"] += bool(msg)
-                if any(isinstance(v, list) and v and isinstance(v[0], dict) and "function" in v[0] for v in msg.values()) or any(
-                    isinstance(v, dict) and "function" in v for v in msg.values()
-                ):
+                if any(
+                    isinstance(v, list) and v and isinstance(v[0], dict) and "function" in v[0]
+                    for v in msg.values()
+                ) or any(isinstance(v, dict) and "function" in v for v in msg.values()):
                     stats.shape["tool_call_like"] += 1
 
 
 class Runner:
-    def __init__(self, respc_mod: Any | None, *, ref_only: bool = False, max_failures_kept: int = 50, verbose: bool = False, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        respc_mod: Any | None,
+        *,
+        ref_only: bool = False,
+        max_failures_kept: int = 50,
+        verbose: bool = False,
+        log: Callable[[str], None] = print,
+    ):
         self.respc = respc_mod
         self.ref_only = ref_only or respc_mod is None
         self.stats = Stats()
@@ -493,14 +547,23 @@ class Runner:
                 label = labels[ci] if ci < len(labels) else f"chunking{ci}"
 
                 def mk_ref(chunks=chunks):
-                    return GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as), budget=budget)
+                    return GuardedRefParser(
+                        tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as), budget=budget
+                    )
 
                 ref = run_stream(mk_ref, chunks, REF_TIMEOUT)
                 if ci == 0 and ref.error in ("diverged", "timeout"):
                     whole_diverged = True
 
                 def got_fn(chunks=chunks):
-                    return run_stream(lambda: R.ResponseParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), chunks, RESPC_TIMEOUT, tec)
+                    return run_stream(
+                        lambda: R.ResponseParser(
+                            tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)
+                        ),
+                        chunks,
+                        RESPC_TIMEOUT,
+                        tec,
+                    )
 
                 self._one(group, ii, label, inp, chunks, ref, got_fn, need_te)
 
@@ -509,10 +572,29 @@ class Runner:
                 st.cases += 1
                 st.skipped_divergent += 1
             else:
-                ref = run_oneshot(lambda: ref_parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), REF_TIMEOUT)
+                ref = run_oneshot(
+                    lambda: ref_parse_response(
+                        inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)
+                    ),
+                    REF_TIMEOUT,
+                )
                 self._one(
-                    group, ii, "parse_response", inp, [inp.text], ref,
-                    lambda: run_oneshot(lambda: R.parse_response(inp.text, tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), RESPC_TIMEOUT, tec),
+                    group,
+                    ii,
+                    "parse_response",
+                    inp,
+                    [inp.text],
+                    ref,
+                    lambda: run_oneshot(
+                        lambda: R.parse_response(
+                            inp.text,
+                            tpl,
+                            prefix=inp.prefix,
+                            tools=gen.materialize_tools(inp.tools, inp.tools_as),
+                        ),
+                        RESPC_TIMEOUT,
+                        tec,
+                    ),
                     need_te,
                 )
             # batch parse_response (respc accepts a list of texts)
@@ -522,24 +604,67 @@ class Runner:
                 def ref_batch():
                     out = []
                     for t in texts:
-                        p = GuardedRefParser(tpl, inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as), budget=4 * (len(inp.prefix or "") + len(t)) + 64)
+                        p = GuardedRefParser(
+                            tpl,
+                            inp.prefix,
+                            tools=gen.materialize_tools(inp.tools, inp.tools_as),
+                            budget=4 * (len(inp.prefix or "") + len(t)) + 64,
+                        )
                         p.feed(t)
                         out.append(p.finalize()[0])
                     return out
 
                 ref = run_oneshot(ref_batch, REF_TIMEOUT)
                 self._one(
-                    group, ii, "batch", inp, texts, ref,
-                    lambda: run_oneshot(lambda: R.parse_response(list(texts), tpl, prefix=inp.prefix, tools=gen.materialize_tools(inp.tools, inp.tools_as)), RESPC_TIMEOUT, tec),
+                    group,
+                    ii,
+                    "batch",
+                    inp,
+                    texts,
+                    ref,
+                    lambda: run_oneshot(
+                        lambda: R.parse_response(
+                            list(texts),
+                            tpl,
+                            prefix=inp.prefix,
+                            tools=gen.materialize_tools(inp.tools, inp.tools_as),
+                        ),
+                        RESPC_TIMEOUT,
+                        tec,
+                    ),
                     need_te,
                 )
-        if tpl != snapshot or (json.dumps(tpl, sort_keys=False, default=repr) != json.dumps(snapshot, sort_keys=False, default=repr)):
+        if tpl != snapshot or (
+            json.dumps(tpl, sort_keys=False, default=repr)
+            != json.dumps(snapshot, sort_keys=False, default=repr)
+        ):
             st.mismatches += 1
             st.kinds["template-mutated"] += 1
-            st.failures.append({"seed": group.seed, "group": group.index, "kind": "template-mutated", "template": _jsonable(snapshot), "after": _jsonable(tpl)})
+            st.failures.append(
+                {
+                    "seed": group.seed,
+                    "group": group.index,
+                    "kind": "template-mutated",
+                    "template": _jsonable(snapshot),
+                    "after": _jsonable(tpl),
+                }
+            )
 
 
-def run(seed: int, min_cases: int, *, respc_mod: Any | None, inputs_per_group: int = 8, start_group: int = 0, only_group: int | None = None, ref_only: bool = False, verbose: bool = False, log=print, time_limit: float | None = None, progress: bool = False) -> Stats:
+def run(
+    seed: int,
+    min_cases: int,
+    *,
+    respc_mod: Any | None,
+    inputs_per_group: int = 8,
+    start_group: int = 0,
+    only_group: int | None = None,
+    ref_only: bool = False,
+    verbose: bool = False,
+    log=print,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> Stats:
     runner = Runner(respc_mod, ref_only=ref_only, verbose=verbose, log=log)
     t0 = time.perf_counter()
     g = start_group
@@ -559,13 +684,17 @@ def run(seed: int, min_cases: int, *, respc_mod: Any | None, inputs_per_group: i
         except Exception:  # harness bug: report, don't hide
             runner.stats.mismatches += 1
             runner.stats.kinds["harness-crash"] += 1
-            runner.stats.failures.append({"seed": seed, "group": g, "kind": "harness-crash", "detail": traceback.format_exc()})
+            runner.stats.failures.append(
+                {"seed": seed, "group": g, "kind": "harness-crash", "detail": traceback.format_exc()}
+            )
         if progress:
             dt = time.perf_counter() - tg
             if dt > 3.0:
                 log(f"[slow group {g}: {dt:.1f}s]")
             if g % 100 == 0:
-                log(f"[group {g}: {runner.stats.cases} cases, {runner.stats.mismatches} mismatches, {time.perf_counter() - t0:.0f}s]")
+                log(
+                    f"[group {g}: {runner.stats.cases} cases, {runner.stats.mismatches} mismatches, {time.perf_counter() - t0:.0f}s]"
+                )
         g += 1
     runner.stats.seconds = time.perf_counter() - t0
     return runner.stats

@@ -22,22 +22,31 @@ def _run(template: Any, prefix: str | None, chunks: list[str], tools: Any, onesh
     tec = getattr(respc_mod, "TemplateError", None)
     if oneshot:
         ref = harness.run_oneshot(
-            lambda: harness.ref_parse_response(text, template, prefix=prefix, tools=gen.materialize_tools(tools)),
+            lambda: harness.ref_parse_response(
+                text, template, prefix=prefix, tools=gen.materialize_tools(tools)
+            ),
             harness.REF_TIMEOUT,
         )
         got = harness.run_oneshot(
-            lambda: respc_mod.parse_response(text, template, prefix=prefix, tools=gen.materialize_tools(tools)),
+            lambda: respc_mod.parse_response(
+                text, template, prefix=prefix, tools=gen.materialize_tools(tools)
+            ),
             harness.RESPC_TIMEOUT,
             tec,
         )
     else:
         ref = harness.run_stream(
-            lambda: harness.GuardedRefParser(template, prefix, tools=gen.materialize_tools(tools), budget=budget),
+            lambda: harness.GuardedRefParser(
+                template, prefix, tools=gen.materialize_tools(tools), budget=budget
+            ),
             chunks,
             harness.REF_TIMEOUT,
         )
         got = harness.run_stream(
-            lambda: respc_mod.ResponseParser(template, prefix, tools=gen.materialize_tools(tools)), chunks, harness.RESPC_TIMEOUT, tec
+            lambda: respc_mod.ResponseParser(template, prefix, tools=gen.materialize_tools(tools)),
+            chunks,
+            harness.RESPC_TIMEOUT,
+            tec,
         )
     return ref, got
 
@@ -53,7 +62,9 @@ class _Case:
         if rec["chunking"] == "batch":
             chunks = [next((t for t in chunks if self._fails_with(text_chunks=[t], oneshot=True)), chunks[0])]
         self.chunks = chunks
-        self.construct_failure = rec["kind"].startswith("error@construct") or rec["kind"] == "not-TemplateError"
+        self.construct_failure = (
+            rec["kind"].startswith("error@construct") or rec["kind"] == "not-TemplateError"
+        )
         self.hang = "timeout" in rec.get("detail", "")
         self.last: tuple | None = None
         self.deadline: float | None = None
@@ -215,7 +226,15 @@ class _Case:
                     c["fields"][name].pop("content", None)
                     c["fields"][name].pop("content_args", None)
                     yield c
-            for key in ("join", "optional", "transform_each", "repeats", "content_args", "transform", "content"):
+            for key in (
+                "join",
+                "optional",
+                "transform_each",
+                "repeats",
+                "content_args",
+                "transform",
+                "content",
+            ):
                 if key in spec:
                     c = copy.deepcopy(t)
                     if name in c["fields"]:

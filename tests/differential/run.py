@@ -1,9 +1,9 @@
 """Standalone runner for the respc differential suite.
 
-    python tests/differential/run.py --cases 100000 --seed 7
-    python tests/differential/run.py --seed 7 --group 123 -v          # reproduce one template group
-    python tests/differential/run.py --seed 7 --group 123 --minimize  # shrink its mismatches
-    python tests/differential/run.py --cases 5000 --ref-only --stats  # generator sanity check (no respc)
+python tests/differential/run.py --cases 100000 --seed 7
+python tests/differential/run.py --seed 7 --group 123 -v          # reproduce one template group
+python tests/differential/run.py --seed 7 --group 123 --minimize  # shrink its mismatches
+python tests/differential/run.py --cases 5000 --ref-only --stats  # generator sanity check (no respc)
 """
 
 from __future__ import annotations
@@ -66,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     print(stats.summary())
     if not args.verbose:
         for rec in stats.failures[: args.max_print]:
-            print(harness.format_failure(rec) if "template" in rec and "reference" in rec else json.dumps(rec, ensure_ascii=False, default=repr))
+            print(
+                harness.format_failure(rec)
+                if "template" in rec and "reference" in rec
+                else json.dumps(rec, ensure_ascii=False, default=repr)
+            )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(stats.failures, ensure_ascii=False, indent=1, default=repr))
     if args.minimize and stats.failures:
@@ -105,7 +109,17 @@ def print_generator_stats(seed: int, ngroups: int, ipg: int) -> None:
         c[f"implicit={len(impl)}"] += 1
         for f in fields.values():
             c["content=" + f.get("content", "text")] += 1
-            for k in ("open", "open_pattern", "close", "close_pattern", "transform", "transform_each", "repeats", "join", "optional"):
+            for k in (
+                "open",
+                "open_pattern",
+                "close",
+                "close_pattern",
+                "transform",
+                "transform_each",
+                "repeats",
+                "join",
+                "optional",
+            ):
                 if k in f:
                     c["key:" + k] += 1
             if isinstance(f.get("open"), list):
@@ -114,9 +128,19 @@ def print_generator_stats(seed: int, ngroups: int, ipg: int) -> None:
                 p = f.get(k)
                 if isinstance(p, str) and ("?P<" in p):
                     c["named-groups"] += 1
-                if p in ("$", r"\Z", "^") or (isinstance(p, str) and (p.startswith("(?=") or p.startswith("(?<=") or p.startswith("(?:^|"))):
+                if p in ("$", r"\Z", "^") or (
+                    isinstance(p, str)
+                    and (p.startswith("(?=") or p.startswith("(?<=") or p.startswith("(?:^|"))
+                ):
                     c["zero-width:" + k] += 1
-        c["anchor:" + ("literal" if isinstance(t.get("start_anchor"), str) else "list" if "start_anchor" in t else "pattern")] += 1
+        c[
+            "anchor:"
+            + (
+                "literal"
+                if isinstance(t.get("start_anchor"), str)
+                else "list" if "start_anchor" in t else "pattern"
+            )
+        ] += 1
         for inp in grp.inputs:
             c["inputs"] += 1
             c["tools"] += inp.tools is not None

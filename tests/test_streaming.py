@@ -1,0 +1,94 @@
+"""Targeted parity checks for the streaming shortcuts: the no-delimiter fast path, the
+literal-only path, whitespace tails of \\s*-led delimiters, and held regex matches that
+stay held until their tail literal shows up. Each compares every event with the reference."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import respc
+
+chat_parsing = pytest.importorskip("transformers.utils.chat_parsing")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _events(parser, chunks):
+    out = [list(parser.initial_events)]
+    for chunk in chunks:
+        out.append(parser.feed(chunk))
+    message, final = parser.finalize()
+    out.append(final)
+    return message, out
+
+
+def _compare(template, text, prefix="", tools=None, sizes=(1, 2, 3, 4, 7, 64), seed=0):
+    rng = random.Random(seed)
+    chunkings = [[text[i : i + k] for i in range(0, len(text), k)] for k in sizes]
+    cuts, i = [], 0
+    while i < len(text):
+        k = rng.randint(1, 9)
+        cuts.append(text[i : i + k])
+        i += k
+    chunkings.append(cuts)
+    for chunks in chunkings:
+        ours = _events(respc.ResponseParser(template, prefix, tools=tools), chunks)
+        ref = _events(chat_parsing.ResponseParser(template, prefix=prefix, tools=tools), chunks)
+        assert ours == ref, (template, chunks)
+    return ours[0]
+
+
+def _bundled(name):
+    return json.loads((ROOT / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_gpt_oss_held_tool_header_then_completed():
+    template = _bundled("gpt_oss")
+    filler = "lorem ipsum <|channel dolor <|message sit amet, " * 40
+    text = (
+        "<|channel|>analysis<|message|>think<|end|>"
+        f"<|channel|>commentary to=functions.get_weather <|constrain|>json{filler}<|message|>"
+        '{"city": "Paris"}<|call|>'
+    )
+    message = _compare(template, text)
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_gpt_oss_held_tool_header_never_completed():
+    template = _bundled("gpt_oss")
+    text = "<|channel|>commentary to=functions.f x" + "y<|mess" * 300
+    message = _compare(template, text, sizes=(1, 4, 13))
+    assert "tool_calls" not in message
+
+
+def test_qwen3_whitespace_tails_and_xml_bodies():
+    template = _bundled("qwen3")
+    text = (
+        "<think>\nplan  \n\n</think>\n\nI will call a tool.   \n\n"
+        "<tool_call>\n<function=run>\n<parameter=q>\nSELECT a < b\n</parameter>\n"
+        "<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>\n  \n<|im_end|>"
+    )
+    message = _compare(template, text)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"q": "SELECT a < b", "n": 3}
+
+
+def test_literal_only_states_with_lookalike_text():
+    template = _bundled("smollm3")
+    text = (
+        "<think>a <thin b </thinking> c</think>\n<tool_ <tool_call>"
+        '{"name": "f", "arguments": {"x": "</tool"}}</tool_call>\n\ndone <|im_en x<|im_end|>'
+    )
+    message = _compare(template, text)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"x": "</tool"}
+
+
+def test_sample_replies_stream_like_the_reference():
+    for name in ("smollm3", "qwen3", "gpt_oss", "cohere"):
+        text = (ROOT / "bench" / "samples" / f"{name}.txt").read_text(encoding="utf-8")
+        prefix = (ROOT / "bench" / "samples" / f"{name}.prefix.txt").read_text(encoding="utf-8")
+        tools = json.loads((ROOT / "bench" / "samples" / f"{name}.tools.json").read_text(encoding="utf-8"))
+        message = _compare(_bundled(name), text, prefix, tools, sizes=(1, 4, 16))
+        assert len(message["tool_calls"]) == 2, name
