@@ -15,7 +15,7 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
-from .regexinfo import Lead, gap_split, lead, lookback
+from .regexinfo import Lead, gap_split, is_zero_width, lead, lookback
 from .validate import REGEX_FLAGS, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
@@ -23,8 +23,6 @@ __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CL
 CLOSE = -1
 
 
-# A pattern made only of these (and lookarounds) can only ever match empty.
-_ZERO_WIDTH_TOKENS = ("^", "$", "\\A", "\\Z", "\\z", "\\b", "\\B", "\\G", "\\m", "\\M")
 
 
 @dataclass(frozen=True)
@@ -130,50 +128,6 @@ def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter
         return Delimiter("literal", key, path, literals=ordered, lead=firsts)
     extends = any(a != b and a.startswith(b) for a in ordered for b in ordered)
     return Delimiter("literal_set", key, path, literals=ordered, extends=extends, lead=firsts)
-
-
-def _skip_group(pattern: str, i: int) -> int:
-    """Index just past the group that opens at ``pattern[i] == '('``."""
-    depth = 0
-    in_class = False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -1
-
-
-def is_zero_width(pattern: str) -> bool:
-    """True when ``pattern`` is only anchors and lookarounds, so every match is empty."""
-    i = 0
-    if not pattern:
-        return False
-    while i < len(pattern):
-        if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
-            i = _skip_group(pattern, i)
-            if i < 0:
-                return False
-            continue
-        for token in _ZERO_WIDTH_TOKENS:
-            if pattern.startswith(token, i):
-                i += len(token)
-                break
-        else:
-            return False
-    return True
 
 
 def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lead", "gap_split", "lead", "lookback"]
+__all__ = ["Lead", "gap_split", "is_zero_width", "lead", "lookback"]
 
 _META = set(".^$*+?{}[]\\|()")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
@@ -71,9 +71,12 @@ def _class(pattern: str, i: int) -> tuple[set[str], int]:
     return chars, j + 1
 
 
-def _group_end(pattern: str, i: int) -> int:
+def _structure(pattern: str, start: int = 0):
+    """Yield ``(index, char, depth)`` for the characters of ``pattern`` that are syntax:
+    not escaped and not inside a character class; ``depth`` is the group nesting there."""
     depth = 0
     in_class = False
+    i = start
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
@@ -84,36 +87,29 @@ def _group_end(pattern: str, i: int) -> int:
                 in_class = False
         elif c == "[":
             in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+        else:
+            if c == ")":
+                depth -= 1
+            yield i, c, depth
+            if c == "(":
+                depth += 1
         i += 1
+
+
+def _group_end(pattern: str, i: int) -> int:
+    """Index of the ``)`` closing the group that opens at ``pattern[i] == '('``."""
+    for j, c, depth in _structure(pattern, i):
+        if c == ")" and depth == 0:
+            return j
     raise _Unknown
 
 
 def _split_alternatives(body: str) -> list[str]:
-    parts, depth, in_class, start, i = [], 0, False, 0, 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+    parts, start = [], 0
+    for i, c, depth in _structure(body):
+        if c == "|" and depth == 0:
             parts.append(body[start:i])
             start = i + 1
-        i += 1
     parts.append(body[start:])
     return parts
 
@@ -177,6 +173,31 @@ def lead(pattern: str) -> Lead | None:
     return Lead(frozenset(firsts), ws)
 
 
+#: A pattern made only of these (and lookarounds) can only ever match empty.
+_ZERO_WIDTH_TOKENS = ("^", "$", "\\A", "\\Z", "\\z", "\\b", "\\B", "\\G", "\\m", "\\M")
+
+
+def is_zero_width(pattern: str) -> bool:
+    """True when ``pattern`` is only anchors and lookarounds, so every match is empty."""
+    i = 0
+    if not pattern:
+        return False
+    while i < len(pattern):
+        if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            try:
+                i = _group_end(pattern, i) + 1
+            except _Unknown:
+                return False
+            continue
+        for token in _ZERO_WIDTH_TOKENS:
+            if pattern.startswith(token, i):
+                i += len(token)
+                break
+        else:
+            return False
+    return True
+
+
 def lookback(pattern: str) -> int:
     """Characters before the search start that a match may depend on (-1: unbounded)."""
     if "(?<=" in pattern or "(?<!" in pattern:
@@ -233,32 +254,14 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     """
     if "(?" in pattern.replace("(?:", "").replace("(?P<", ""):
         return None
-    depth = 0
-    in_class = False
     split = None
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
+    for i, c, depth in _structure(pattern):
+        if depth != 0:
             continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+        if c == "|":
             return None  # a top-level alternative would not need A or B
-        elif c == "." and depth == 0 and pattern.startswith(".*", i):
-            gap = ".*?" if pattern.startswith(".*?", i) else ".*"
-            split = (i, i + len(gap))
-            i += len(gap)
-            continue
-        i += 1
+        if c == "." and pattern.startswith(".*", i) and (split is None or i >= split[1]):
+            split = (i, i + (3 if pattern.startswith(".*?", i) else 2))
     if split is None or split[0] == 0:
         return None
     head, tail = pattern[: split[0]], pattern[split[1] :]

@@ -13,10 +13,16 @@ input ``buf[pos:]`` with exactly the delimiters its state watches and returns
 This module owns everything around that: routing text into the open region,
 events, closing regions into values, the prefix, ``feed`` and ``finalize``.
 
-Consumed input is dropped after every call (keeping ``CONTEXT`` characters
-before the read position for patterns that look behind), so a stream holds
-only open region bodies and the undecided tail; ``_base`` is the offset of
-``_buf[0]`` in the whole input (the truncated prefix followed by the output).
+Input is consumed as it is decided: a parser keeps only ``_held`` (text a
+delimiter may still start in), ``CONTEXT`` characters of consumed input for
+patterns that look behind, and the open region's body; ``_done`` counts the
+characters consumed so far (offsets into the truncated prefix + output).
+
+``feed`` has fast paths that give the same events without scanning: a chunk in
+which no watched delimiter can start (none of their first characters occurs), a
+literal-only state whose literals do not occur, and a held regex match that only
+its tail literal can complete (see ``compiler/regexinfo.py`` for the facts the
+generated tables encode, and tests/test_streaming.py for the parity checks).
 """
 
 from __future__ import annotations
