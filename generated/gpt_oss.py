@@ -227,8 +227,11 @@ class Parser(_base.ParserBase):
         else:
             # every match is one of: <; try the regex only there
             m = None
+            bound = hold if best is None or best[0] > hold else best[0]
             i = buf.find("<", pos)
             while i >= 0:
+                if i > bound:
+                    break
                 c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
                 if c is not None:
                     if not c.partial:

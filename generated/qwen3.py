@@ -169,9 +169,12 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>\\s*<function=(?P<name>\\w+)>
         # every match is whitespace, then one of: <; try the regex only there
         m = None
+        bound = hold if best is None or best[0] > hold else best[0]
         i = buf.find("<", pos)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
+            if j > bound:
+                break
             c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:
                 # a branch without the whitespace lead may match at the character itself
@@ -201,9 +204,12 @@ class Parser(_base.ParserBase):
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)
         # every match is whitespace, then one of: <; try the regex only there
         m = None
+        bound = hold if best is None or best[0] > hold else best[0]
         i = buf.find("<", pos)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
+            if j > bound:
+                break
             c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:
                 # a branch without the whitespace lead may match at the character itself
