@@ -157,7 +157,7 @@ class ParserBase:
                 if c in x:
                     break
             else:
-                if self._simple and self._opened:
+                if self._simple and self._opened and not (self._ws and x[-1] in REGEX_WS):
                     # the common case: an open region, nothing to hold, no context to keep
                     parts = self._parts
                     parts.append(x)
@@ -374,7 +374,7 @@ class ParserBase:
             self._ws = self._simple = False
         else:
             self._firsts, self._ws, self._lits = fast
-            self._simple = not self._ws and self.CONTEXT == 0 and self._cur >= 0
+            self._simple = self.CONTEXT == 0 and self._cur >= 0
 
     def _reset(self) -> None:
         """Back to the free state: the implicit region (not yet opened) or the null region."""
