@@ -193,14 +193,15 @@ class _ScanWriter:
         self.emit(f"# every match is {lead_in}one of: {shown}; try the regex only there", level)
         self.emit("m = None", level)
         if not self.first:
-            # a match starting after the best candidate, or after held text, cannot change the result
+            # past the best candidate or held text, only a complete match that overrides an
+            # earlier partial one can change the result
             self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
         self._find_first(firsts, "pos", level)
         self.emit("while i >= 0:", level)
         if info.ws:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
             if not self.first:
-                self.emit("if j > bound:", level + 1)
+                self.emit("if j > bound and m is None:", level + 1)
                 self.emit("break", level + 2)
             self.emit(f"c = {name}.match(buf, j, partial=not eos)", level + 1)
             self.emit("if (c is None or c.partial) and j < i:", level + 1)
@@ -210,7 +211,7 @@ class _ScanWriter:
             self.emit("c = d", level + 3)
         else:
             if not self.first:
-                self.emit("if i > bound:", level + 1)
+                self.emit("if i > bound and m is None:", level + 1)
                 self.emit("break", level + 2)
             self.emit(f"c = {name}.match(buf, i, partial=not eos)", level + 1)
         self.emit("if c is not None:", level + 1)

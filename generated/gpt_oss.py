@@ -230,7 +230,7 @@ class Parser(_base.ParserBase):
             bound = hold if best is None or best[0] > hold else best[0]
             i = buf.find("<", pos)
             while i >= 0:
-                if i > bound:
+                if i > bound and m is None:
                     break
                 c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
                 if c is not None:

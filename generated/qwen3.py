@@ -173,7 +173,7 @@ class Parser(_base.ParserBase):
         i = buf.find("<", pos)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
-            if j > bound:
+            if j > bound and m is None:
                 break
             c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:
@@ -208,7 +208,7 @@ class Parser(_base.ParserBase):
         i = buf.find("<", pos)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
-            if j > bound:
+            if j > bound and m is None:
                 break
             c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:

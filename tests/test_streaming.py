@@ -92,3 +92,17 @@ def test_sample_replies_stream_like_the_reference():
         tools = json.loads((ROOT / "bench" / "samples" / f"{name}.tools.json").read_text(encoding="utf-8"))
         message = _compare(_bundled(name), text, prefix, tools, sizes=(1, 4, 16))
         assert len(message["tool_calls"]) == 2, name
+
+
+def test_complete_match_beyond_a_partial_one_still_counts():
+    """Regression: a partial match blocks only while no complete match of the same
+    delimiter exists further on (the regex engine prefers complete matches)."""
+    template = {
+        "start_anchor_pattern": "x*",
+        "fields": {
+            "z": {"open_pattern": r"\[\[(?P<name>\w+)\[", "transform": {"k": "{name}"}},
+            "n": {"close_pattern": r"(?:\]|\[\[x\]\])"},
+            "x": {"close": ["<y>", "[[x]]"], "repeats": True, "open_pattern": r"\["},
+        },
+    }
+    _compare(template, '{"name": "calc"}[[x]][{"a": 1}[[x]]tail', "[[x")
