@@ -198,22 +198,19 @@ class _ScanWriter:
             self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
         self._find_first(firsts, "pos", level)
         self.emit("while i >= 0:", level)
+        start = "j" if info.ws else "i"  # where a match at this candidate would start
         if info.ws:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
-            if not self.first:
-                self.emit("if j > bound and m is None:", level + 1)
-                self.emit("break", level + 2)
-            self.emit(f"c = {name}.match(buf, j, partial=not eos)", level + 1)
+        if not self.first:
+            self.emit(f"if {start} > bound and m is None:", level + 1)
+            self.emit("break", level + 2)
+        self.emit(f"c = {name}.match(buf, {start}, partial=not eos)", level + 1)
+        if info.ws:
             self.emit("if (c is None or c.partial) and j < i:", level + 1)
             self.emit("# a branch without the whitespace lead may match at the character itself", level + 2)
             self.emit(f"d = {name}.match(buf, i, partial=not eos)", level + 2)
             self.emit("if d is not None and (c is None or not d.partial):", level + 2)
             self.emit("c = d", level + 3)
-        else:
-            if not self.first:
-                self.emit("if i > bound and m is None:", level + 1)
-                self.emit("break", level + 2)
-            self.emit(f"c = {name}.match(buf, i, partial=not eos)", level + 1)
         self.emit("if c is not None:", level + 1)
         self.emit("if not c.partial:", level + 2)
         self.emit("m = c  # the leftmost complete match", level + 3)
