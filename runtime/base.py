@@ -180,7 +180,7 @@ class ParserBase:
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         events: list[dict] = []
-        self._process(events, False, text)
+        self._process(events, False, text if text else "")  # feed(None) is a no-op, as in the reference
         return events
 
     def _feed_quiet(self, x: str, cut: int = -1) -> list[dict]:

@@ -106,3 +106,12 @@ def test_complete_match_beyond_a_partial_one_still_counts():
         },
     }
     _compare(template, '{"name": "calc"}[[x]][{"a": 1}[[x]]tail', "[[x")
+
+
+def test_empty_and_none_feeds_are_no_ops_like_the_reference():
+    template = _bundled("qwen3")
+    ours = respc.ResponseParser(template, "")
+    ref = chat_parsing.ResponseParser(template, prefix="")
+    for piece in ["ab<th", None, "", "ink>x", "", "</think>done<|im_end|>"]:
+        assert ours.feed(piece) == ref.feed(piece)
+    assert ours.finalize() == ref.finalize()
