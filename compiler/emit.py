@@ -161,13 +161,17 @@ class _ScanWriter:
         self.regex_names = regex_names
         self.memo_slots = memo_slots
         self.first = True
+        self.single = False  # the state watches one delimiter: commit it directly
 
     def emit(self, line: str, level: int = 0) -> None:
         self.lines.append("    " * level + line)
 
     def candidate(self, start: str, end: str, action: int, match: str, level: int, length: str = "") -> None:
         entry = f"({start}, {end}, {action}, {match})"
-        if self.first:
+        if self.single:
+            self.emit(f"if {start} < hold:", level)
+            self.emit(f"return {entry}", level + 1)
+        elif self.first:
             self.emit(f"best = {entry}", level)
         else:
             longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
@@ -346,36 +350,19 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     else:
         writer.emit("n = len(buf)")
         writer.emit("hold = n")
-        if len(s.watches) > 1:
+        writer.single = len(s.watches) == 1
+        if not writer.single:
             writer.emit("best = None")
         for w in s.watches:
             writer.watch(w, s.free)
-        if len(s.watches) > 1:
+        if not writer.single:
             writer.emit("if best is not None and best[0] < hold:")
             writer.emit("return best", 1)
-        else:
-            writer.lines = _single_watch(writer.lines)
         writer.emit("return hold")
     watched = ", ".join(
         f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}" for w in s.watches
     ) or "nothing"
     return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
-
-
-def _single_watch(lines: list[str]) -> list[str]:
-    """With one watch, commit its candidate directly instead of keeping ``best``."""
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        if stripped.startswith("best = ("):
-            entry = stripped[len("best = ") :]
-            start = entry[1:].split(",", 1)[0]
-            out.append(f"{indent}if {start} < hold:")
-            out.append(f"{indent}    return {entry}")
-        else:
-            out.append(line)
-    return out
 
 
 def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ._version import __version__
-from .compiler import TemplateError, canonical_json, compile_source, hash_canonical, load_template_file
+from .compiler import canonical_json, compile_source, hash_canonical, load_template_file
 from .runtime import loader
 from .runtime.base import PREFIX_REQUIRED, ParserBase
 
@@ -157,10 +157,6 @@ def load(name: str) -> CompiledTemplate:
     return compiled
 
 
-def _resolve(template: Any) -> CompiledTemplate:
-    return compile_template(template)
-
-
 def parse_response(
     text: str | list[str],
     template: dict | str | os.PathLike | CompiledTemplate,
@@ -176,7 +172,7 @@ def parse_response(
     """
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
-    return _resolve(template).parse(text, prefix=prefix, tools=tools)
+    return compile_template(template).parse(text, prefix=prefix, tools=tools)
 
 
 def get_response_parser(
@@ -186,7 +182,7 @@ def get_response_parser(
     tools: Tools = None,
 ) -> ParserBase:
     """A streaming parser for one generation (see :class:`ResponseParser`)."""
-    return _resolve(template).parser(prefix=prefix, tools=tools)
+    return compile_template(template).parser(prefix=prefix, tools=tools)
 
 
 class _ResponseParserMeta(type):
@@ -210,4 +206,4 @@ class ResponseParser(metaclass=_ResponseParserMeta):
     """
 
     def __new__(cls, template: Any, prefix: str | None = None, *, tools: Tools = None) -> ParserBase:  # type: ignore[misc]
-        return _resolve(template).parser(prefix=prefix, tools=tools)
+        return compile_template(template).parser(prefix=prefix, tools=tools)
