@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
+from .regexinfo import lazy_group_split
 from .validate import PLACEHOLDER
 
 __all__ = ["literal", "render_module", "format_source"]
@@ -111,9 +112,14 @@ def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
         return [], f"float({clean})"
     if f.content == "bool":
         return [], f'{clean}.lower() in ("true", "1")'
+    hints = ""
+    if f.content == "xml-inline":
+        split = lazy_group_split(args["tag_pattern"])
+        if split is not None:
+            hints = f", {literal({'tag_split': split})}"
     preamble = [
         f"# {comment_text(f.path)}.content: {comment_text(f.content)}, bound once to its content_args",
-        f"{parser_name} = _content.make_parser({literal(f.content)}, {literal(args)})",
+        f"{parser_name} = _content.make_parser({literal(f.content)}, {literal(args)}{hints})",
     ]
     return preamble, f"{parser_name}(body)"
 

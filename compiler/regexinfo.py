@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lead", "gap_split", "is_zero_width", "lead", "lookback"]
+__all__ = ["Lead", "gap_split", "is_zero_width", "lazy_group_split", "lead", "lookback"]
 
 _META = set(".^$*+?{}[]\\|()")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
@@ -269,3 +269,37 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     if text is None:
         return None
     return head, text
+
+
+def lazy_group_split(pattern: str, group: str = "value") -> tuple[str, bool, str] | None:
+    """Split ``HEAD(?P<group>.*?)\\s*TAIL`` (``\\s*`` optional, ``TAIL`` literal) into
+    ``(HEAD, has \\s*, TAIL's text)``, or None when the pattern has another shape.
+
+    With DOTALL, a match of the whole pattern at a position is HEAD's own first match
+    there, provided ``TAIL`` occurs at or after HEAD's end; the group then runs to the
+    first such occurrence, less the whitespace run before it (not past HEAD's end).
+    So matches can be found by searching HEAD and then ``TAIL`` with ``str.find``,
+    instead of trying the tail at every character of the group (see
+    ``runtime/content.py``, and the property tests in tests/test_regexinfo.py).
+    """
+    if "(?" in pattern.replace("(?:", "").replace("(?P<", ""):
+        return None  # inline flags, lookarounds, backreferences to the group: not handled
+    gap = f"(?P<{group}>.*?)"
+    for i, c, depth in _structure(pattern):
+        if depth == 0 and c == "|":
+            return None
+    at = None
+    for i, c, depth in _structure(pattern):
+        if depth == 0 and c == "(" and pattern.startswith(gap, i):
+            at = i
+            break
+    if at is None:
+        return None
+    head, tail = pattern[:at], pattern[at + len(gap) :]
+    if f"(?P<{group}>" in head:
+        return None
+    ws = tail.startswith("\\s*") and not tail.startswith("\\s*?") and not tail.startswith("\\s*+")
+    text = _literal_text(tail[3:] if ws else tail)
+    if text is None:
+        return None
+    return head, ws, text

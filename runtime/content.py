@@ -17,6 +17,8 @@ from typing import Any
 
 import regex
 
+from .base import REGEX_WS as _WS
+
 __all__ = [
     "PARSER_NAMES",
     "STREAMABLE",
@@ -149,23 +151,72 @@ def _value_parser(spec: dict | None) -> Parser | None:
     return make_parser(spec.get("name", "text"), spec.get("args", {}))
 
 
+def _tag_matches(tag_pattern: str, tag_split: tuple[str, bool, str] | None) -> Callable[[str], Any]:
+    """``text -> iterable of group dicts``: the matches of ``tag_pattern`` in order.
+
+    With ``tag_split`` (``(HEAD, ws, TAIL)`` from ``compiler.regexinfo.lazy_group_split``
+    for a pattern ``HEAD(?P<value>.*?)\\s*TAIL``), HEAD is searched with the regex and
+    TAIL with ``str.find``, instead of the regex engine trying the tail at every
+    character of the value. When TAIL does not follow HEAD's first match, the whole
+    pattern is asked from that position (it may still match another way, or not at all).
+    """
+    full = regex.compile(tag_pattern, regex.DOTALL)
+    if tag_split is None:
+        return lambda text: (match.groupdict() for match in full.finditer(text))
+    head_search = regex.compile(tag_split[0], regex.DOTALL).search
+    ws, tail = tag_split[1], tag_split[2]
+    full_search = full.search
+    step = len(tail)
+
+    def matches(text: str) -> list[dict]:
+        found = []
+        pos = 0
+        find = text.find
+        while True:
+            match = head_search(text, pos)
+            if match is None:
+                return found
+            value_start = match.end()
+            at = find(tail, value_start)
+            if at < 0:
+                match = full_search(text, match.start())
+                if match is None:
+                    return found
+                found.append(match.groupdict())
+                pos = match.end()
+                continue
+            end = at
+            if ws:
+                while end > value_start and text[end - 1] in _WS:
+                    end -= 1
+            groups = match.groupdict()
+            groups["value"] = text[value_start:end]
+            found.append(groups)
+            pos = at + step
+
+    return matches
+
+
 def xml_inline_parser(
     tag_pattern: str,
     value_parser: dict | None = None,
     merge_duplicates: bool = False,
+    *,
+    tag_split: tuple[str, bool, str] | None = None,
 ) -> Parser:
     """``xml-inline``: every match of ``tag_pattern`` adds ``key -> value`` to a dict.
 
     ``value_parser`` (``{"name": ..., "args": ...}``) parses each value;
     ``merge_duplicates`` collects repeated keys into a list instead of overwriting.
+    ``tag_split`` is the compiler's proof that the pattern can be matched in two steps
+    (see ``_tag_matches``); it changes how fast matches are found, never which.
     """
-    finditer = regex.compile(tag_pattern, regex.DOTALL).finditer
+    tag_matches = _tag_matches(tag_pattern, tag_split)
     sub = _value_parser(value_parser)
 
     def parse(text: str) -> dict:
         out: dict[str, Any] = {}
-        for match in finditer(text):
-            groups = match.groupdict()
+        for groups in tag_matches(text):
             key = groups.get("key")
             if key is None:
                 raise ValueError(
@@ -239,6 +290,7 @@ PARSER_ARGS: dict[str, frozenset[str]] = {
 }
 
 
-def make_parser(name: str, args: dict | None = None) -> Parser:
-    """Bind parser ``name`` to its (already validated) ``content_args``."""
-    return _FACTORIES[name](**(args or {}))
+def make_parser(name: str, args: dict | None = None, hints: dict | None = None) -> Parser:
+    """Bind parser ``name`` to its (already validated) ``content_args``; ``hints`` are
+    facts the compiler established about them (``tag_split`` for ``xml-inline``)."""
+    return _FACTORIES[name](**(args or {}), **(hints or {}))

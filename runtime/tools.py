@@ -22,10 +22,47 @@ from typing import Any
 
 __all__ = ["ToolTypes", "tool_types", "coerce_value"]
 
-#: tool name -> its parameters' JSON schemas (``properties``)
-ToolTypes = dict[str, dict[str, Any]]
+
+class ToolTypes(dict):
+    """Tool name -> its parameters' JSON schemas (``properties``).
+
+    ``casts(name)`` gives, per parameter of that tool whose schema admits a type a
+    string can be cast to, the JSON types in the order casting tries them; it is
+    worked out on the tool's first call and kept for the parser's life (a parser
+    reads the request's tools once, as it starts).
+    """
+
+    __slots__ = ("_casts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._casts: dict[str, dict[str, tuple[str, ...]]] = {}
+
+    def casts(self, name: str) -> dict[str, tuple[str, ...]]:
+        found = self._casts.get(name)
+        if found is None:
+            found = {}
+            properties = self.get(name)
+            if properties:
+                for key, schema in properties.items():
+                    if schema.__class__ is dict:
+                        declared = schema.get("type")
+                        if declared.__class__ is str and _UNIONS.isdisjoint(schema):
+                            # the common shape: one declared type and nothing else that adds one
+                            if declared in _CASTABLE:
+                                found[key] = (declared,)
+                            continue
+                    kinds = schema_types(schema)
+                    if not _CASTABLE.isdisjoint(kinds):
+                        found[key] = kinds
+            self._casts[name] = found
+        return found
 
 _INF = float("inf")
+#: the JSON types ``_cast`` can turn a string into (any other type leaves it as it is)
+_CASTABLE = frozenset({"integer", "number", "boolean", "null", "object", "array"})
+#: the schema keys besides ``type`` that ``schema_types`` reads
+_UNIONS = frozenset({"anyOf", "oneOf", "nullable"})
 _JSON_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
 _BASIC = {
     int: "integer",
@@ -140,7 +177,7 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     schema when an argument is cast (as the reference does); functions are converted
     from their type hints here, so a hint that cannot be typed fails at once.
     """
-    table: ToolTypes = {}
+    table = ToolTypes()
     for tool in tools or ():
         if inspect.isfunction(tool) or inspect.ismethod(tool):
             table[tool.__name__] = _function_properties(tool)
@@ -196,13 +233,11 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    properties = table.get(name)
-    if properties:
+    casts = table.casts(name)
+    if casts:
         for key, argument in arguments.items():
-            if key not in properties:
-                continue
-            kinds = schema_types(properties[key])
-            if not kinds:
+            kinds = casts.get(key)
+            if kinds is None:
                 continue
             if isinstance(argument, str):
                 arguments[key] = _cast(argument, kinds)

@@ -13,7 +13,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.regexinfo import gap_split, lead, lookback
+from respc.compiler.regexinfo import gap_split, lazy_group_split, lead, lookback
+from respc.runtime.content import _tag_matches
 from respc.runtime.base import REGEX_WS, ws_run_start
 
 FLAGS = regex.DOTALL
@@ -192,3 +193,48 @@ def test_regex_whitespace_set_is_exact():
     pattern = regex.compile(r"\s")
     expected = {chr(c) for c in range(sys.maxunicode + 1) if pattern.match(chr(c))}
     assert set(REGEX_WS) == expected
+
+
+@st.composite
+def tag_patterns(draw):
+    """``HEAD(?P<value>.*?)[\\s*]TAIL`` with a random HEAD (which may name a ``key``)."""
+    head = draw(sequences())
+    if draw(st.booleans()):
+        head = draw(st.sampled_from(["<", "<(?P<key>\\w+)>", "a(?P<key>[ab]+)"])) + head
+    ws = draw(st.sampled_from(["", "\\s*"]))
+    tail = draw(st.sampled_from(["<b>", "</a>", "ab", " b", "\\|", "\\n<"]))
+    return head + "(?P<value>.*?)" + ws + tail
+
+
+tag_texts = st.text(alphabet="ab<>/|. \n", max_size=24)
+
+
+@settings(max_examples=2500, deadline=None, derandomize=True)
+@given(pattern=tag_patterns(), text=tag_texts)
+def test_lazy_group_split_finds_the_same_matches(pattern, text):
+    split = lazy_group_split(pattern)
+    compiled = _compile(pattern)
+    if compiled is None:
+        return
+    assert split is not None, pattern
+    want = [m.groupdict() for m in compiled.finditer(text)]
+    got = list(_tag_matches(pattern, split)(text))
+    assert got == want, (pattern, text)
+
+
+def test_lazy_group_split_examples():
+    assert lazy_group_split(r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>") == (
+        r"<parameter=(?P<key>\w+)>\s*",
+        True,
+        "</parameter>",
+    )
+    assert lazy_group_split(r"<(?P<key>\w+)>(?P<value>.*?)</x>") == (r"<(?P<key>\w+)>", False, "</x>")
+    for none in [
+        r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",  # backreference
+        r"<(?P<key>\w+)>(?P<value>.*?)\s*?</x>",  # lazy whitespace
+        r"<(?P<key>\w+)>(?P<value>.*)</x>",  # greedy value
+        r"(?i)<(?P<key>\w+)>(?P<value>.*?)</x>",  # inline flags
+        r"<(?P<key>\w+)>(?P<value>.*?)</x>|y",  # alternatives
+        r"<(?P<key>\w+)>(?P<value>.*?)</x>+",  # not a literal tail
+    ]:
+        assert lazy_group_split(none) is None, none
