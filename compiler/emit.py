@@ -214,6 +214,16 @@ class _ScanWriter:
         if not self.first:
             self.emit(f"if {start} > bound and m is None:", level + 1)
             self.emit("break", level + 2)
+        prefixes = info.prefixes
+        if any(len(prefix) > 1 for prefix in prefixes):
+            shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
+            longest = max(len(prefix) for prefix in prefixes)
+            self.emit(f"if not buf.startswith({shown}, i) and (", level + 1)
+            self.emit(f"eos or n - i >= {longest} or not _base.prefix_partial(buf, i, {literal(tuple(prefixes))})", level + 2)
+            self.emit("):", level + 1)
+            self.emit("# no match, whole or partial, can start here: it would begin with one of these", level + 2)
+            self._find_first(firsts, "i + 1", level + 2)
+            self.emit("continue", level + 2)
         self.emit(f"c = {name}.match(buf, {start}, partial=not eos)", level + 1)
         if info.ws:
             self.emit("if (c is None or c.partial) and j < i:", level + 1)
@@ -451,6 +461,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     free_state = ir.states[-1]
     fast_table = tuple(free_state.fast if f.implicit else ir.states[f.index].fast for f in ir.fields)
     fast_table += (free_state.fast,)
+    marks_table = tuple(free_state.marks if f.implicit else ir.states[f.index].marks for f in ir.fields)
+    marks_table += (free_state.marks,)
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
     return _environment().get_template("module.py.j2").render(
         version=version,
@@ -466,12 +478,14 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         dirty=tuple(f.dirty for f in ir.fields),
         join=tuple(f.join for f in ir.fields),
         repeats=tuple(f.repeats for f in ir.fields),
+        typed=tuple(f.typed for f in ir.fields),
         context=ir.context,
         anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
         states=states,
         scan_table=scan_table,
         finish_table=[f["name"] for f in finishers],
         fast=fast_table,
+        marks=marks_table,
         memos=len(memo_slots),
         memo_states=tuple(state for state, _ in memo_info),
         memo_tails=tuple(tail for _, tail in memo_info),

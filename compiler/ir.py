@@ -75,6 +75,12 @@ class Field:
     def implicit(self) -> bool:
         return self.open is None
 
+    @property
+    def typed(self) -> bool:
+        """The value may hold tool calls (a dict or list): ``tools`` typing applies to it.
+        A scalar content parser without a transform always gives a scalar."""
+        return self.dirty or self.has_transform
+
 
 @dataclass
 class Watch:
@@ -107,6 +113,28 @@ class State:
         literal_only = all(w.delim.is_literal for w in self.watches)
         literals = tuple(dict.fromkeys(s for w in self.watches for s in w.delim.literals)) if literal_only else None
         return tuple(firsts), any(info.ws for info in leads), literals
+
+    @property
+    def marks(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """When every watch's lead is known (and no whitespace lead is required): (the
+        literals, and the required literal prefixes of the regexes that start without
+        whitespace; the required prefixes of the whitespace-led regexes). Every match
+        starts with one of them: in text that contains none, nothing can complete, and
+        what may still be a delimiter is known without running the scan (see
+        ``runtime.base.quiet_cut``)."""
+        direct: list[str] = []
+        ws_led: list[str] = []
+        for w in self.watches:
+            d = w.delim
+            if d.is_literal:
+                direct.extend(d.literals)
+            elif d.lead is not None and not d.lead.ws_required:
+                (ws_led if d.lead.ws else direct).extend(d.lead.prefixes)
+            else:
+                return None
+        if all(len(m) < 2 for m in direct + ws_led):
+            return None  # one-character marks are never written partly
+        return tuple(dict.fromkeys(direct)), tuple(dict.fromkeys(ws_led))
 
 
 @dataclass

@@ -29,10 +29,14 @@ SHORT_LOOKBACK = 16
 
 @dataclass(frozen=True)
 class Lead:
-    """Every match is ``\\s*`` (when ``ws``) followed by a character in ``firsts``."""
+    """Every match is ``\\s*`` (when ``ws``) followed by a character in ``firsts``, and
+    there by one of ``prefixes`` (strings that start with those characters)."""
 
     firsts: frozenset[str]
     ws: bool
+    prefixes: tuple[str, ...] = ()
+    #: some branch requires its whitespace (``\\s+``)
+    ws_required: bool = False
 
 
 class _Unknown(Exception):
@@ -153,7 +157,7 @@ def lead(pattern: str) -> Lead | None:
     """How every match of ``pattern`` begins, or None when that is not known."""
     if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
         return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
-    ws = False
+    ws = ws_required = False
     firsts: set[str] = set()
     try:
         for branch in _split_alternatives(pattern):
@@ -164,13 +168,69 @@ def lead(pattern: str) -> Lead | None:
             for prefix in ("\\s*", "\\s+"):
                 if branch.startswith(prefix):
                     ws, branch = True, branch[len(prefix) :]
+                    ws_required = ws_required or prefix == "\\s+"
                     break
             firsts |= _required_firsts(branch)
     except (_Unknown, IndexError):
         return None
     if ws and any(c.isspace() for c in firsts):
         return None  # keep the whitespace prefix rule simple
-    return Lead(frozenset(firsts), ws)
+    prefixes: set[str] = set()
+    try:
+        for branch in _split_alternatives(pattern):
+            for lead_ws in ("\\s*", "\\s+"):
+                if branch.startswith(lead_ws):
+                    branch = branch[len(lead_ws) :]
+                    break
+            prefixes |= _required_prefixes(branch)
+    except (_Unknown, IndexError):
+        prefixes = set(firsts)
+    # a prefix that extends another adds nothing: keep the shortest
+    kept = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
+    return Lead(frozenset(firsts), ws, tuple(kept), ws_required)
+
+
+def _required_prefixes(pattern: str) -> set[str]:
+    """Strings one of which every match of ``pattern`` starts with (its leading required
+    literal characters; alternatives of a leading group each give theirs). Falls back to
+    the first characters where nothing longer is known."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "(" and not out:
+            close = _group_end(pattern, i)
+            if pattern.startswith(_OPTIONAL_QUANTIFIERS, close + 1):
+                break
+            inner = pattern[i + 1 : close]
+            if inner.startswith("?:"):
+                inner = inner[2:]
+            elif inner.startswith("?P<"):
+                inner = inner[inner.find(">") + 1 :]
+            elif inner.startswith("?"):
+                break
+            found: set[str] = set()
+            for branch in _split_alternatives(inner):
+                found |= _required_prefixes(branch)
+            return found
+        if c == "\\":
+            try:
+                char, end = _escape(pattern, i)
+            except _Unknown:
+                break
+        elif c in _META:
+            break
+        else:
+            char, end = c, i + 1
+        if pattern.startswith(_OPTIONAL_QUANTIFIERS, end):
+            break  # this character may be absent
+        out.append(char)
+        if end < len(pattern) and pattern[end] in "+{":
+            break  # required, but what follows may repeat it
+        i = end
+    if out:
+        return {"".join(out)}
+    return set(_required_firsts(pattern))
 
 
 #: A pattern made only of these (and lookarounds) can only ever match empty.

@@ -84,6 +84,7 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = (None, None, None)
     REPEATS = (False, False, False)
+    TYPED = (False, True, False)
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
@@ -92,6 +93,14 @@ class Parser(_base.ParserBase):
         (("<",), False, ("<|END_ACTION|>",)),
         (("<",), False, ("<|END_RESPONSE|>",)),
         (("<",), False, ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")),
+    )
+    # per state: (the literals or required literal prefixes of every watched delimiter,
+    # those of the whitespace-led ones); None: not all known
+    MARKS = (
+        (("<|END_THINKING|>",), ()),
+        (("<|END_ACTION|>",), ()),
+        (("<|END_RESPONSE|>",), ()),
+        (("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"), ()),
     )
     MEMOS = 0
     # per memo: the state whose scan keeps it, and the literal that ends its gap

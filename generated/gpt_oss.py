@@ -91,6 +91,7 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = ("\n", None, "\n\n")
     REPEATS = (True, True, True)
+    TYPED = (False, True, False)
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
@@ -99,6 +100,22 @@ class Parser(_base.ParserBase):
         (("<",), False, ("<|call|>",)),
         (("<",), False, ("<|return|>", "<|end|>")),
         (("<",), False, None),
+    )
+    # per state: (the literals or required literal prefixes of every watched delimiter,
+    # those of the whitespace-led ones); None: not all known
+    MARKS = (
+        (("<|end|>",), ()),
+        (("<|call|>",), ()),
+        (("<|return|>", "<|end|>"), ()),
+        (
+            (
+                "<|channel|>commentary<|message|>",
+                "<|channel|>final<|message|>",
+                "<|channel|>analysis<|message|>",
+                "<|channel|>commentary to=functions.",
+            ),
+            (),
+        ),
     )
     MEMOS = 1
     # per memo: the state whose scan keeps it, and the literal that ends its gap
@@ -232,6 +249,14 @@ class Parser(_base.ParserBase):
             while i >= 0:
                 if i > bound and m is None:
                     break
+                if not buf.startswith("<|channel|>commentary to=functions.", i) and (
+                    eos
+                    or n - i >= 35
+                    or not _base.prefix_partial(buf, i, ("<|channel|>commentary to=functions.",))
+                ):
+                    # no match, whole or partial, can start here: it would begin with one of these
+                    i = buf.find("<", i + 1)
+                    continue
                 c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
                 if c is not None:
                     if not c.partial:

@@ -90,6 +90,7 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = (None, None, None)
     REPEATS = (False, True, False)
+    TYPED = (False, True, False)
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
@@ -98,6 +99,14 @@ class Parser(_base.ParserBase):
         (("<",), False, ("</tool_call>",)),
         (("<",), True, None),
         (("<",), True, None),
+    )
+    # per state: (the literals or required literal prefixes of every watched delimiter,
+    # those of the whitespace-led ones); None: not all known
+    MARKS = (
+        (("</think>",), ()),
+        (("</tool_call>",), ()),
+        (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
+        (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
     )
     MEMOS = 0
     # per memo: the state whose scan keeps it, and the literal that ends its gap
@@ -176,6 +185,12 @@ class Parser(_base.ParserBase):
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
+            if not buf.startswith("<tool_call>", i) and (
+                eos or n - i >= 11 or not _base.prefix_partial(buf, i, ("<tool_call>",))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                continue
             c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:
                 # a branch without the whitespace lead may match at the character itself
@@ -211,6 +226,14 @@ class Parser(_base.ParserBase):
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
+            if not buf.startswith(("<|endoftext|>", "<|im_end|>"), i) and (
+                eos
+                or n - i >= 13
+                or not _base.prefix_partial(buf, i, ("<|endoftext|>", "<|im_end|>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                continue
             c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
             if (c is None or c.partial) and j < i:
                 # a branch without the whitespace lead may match at the character itself

@@ -65,6 +65,7 @@ class Parser(_base.ParserBase):
     DIRTY = (False, True, False)
     JOIN = (None, None, None)
     REPEATS = (False, True, False)
+    TYPED = (False, True, False)
     CONTEXT = 0
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
@@ -94,6 +95,34 @@ class Parser(_base.ParserBase):
                 "\n<|im_end|>",
                 "<|im_end|>",
             ),
+        ),
+    )
+    # per state: (the literals or required literal prefixes of every watched delimiter,
+    # those of the whitespace-led ones); None: not all known
+    MARKS = (
+        (("</think>",), ()),
+        (("</tool_call>",), ()),
+        (
+            (
+                "<think>",
+                "\n\n<tool_call>",
+                "\n<tool_call>",
+                "<tool_call>",
+                "\n<|im_end|>",
+                "<|im_end|>",
+            ),
+            (),
+        ),
+        (
+            (
+                "<think>",
+                "\n\n<tool_call>",
+                "\n<tool_call>",
+                "<tool_call>",
+                "\n<|im_end|>",
+                "<|im_end|>",
+            ),
+            (),
         ),
     )
     MEMOS = 0

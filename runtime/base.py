@@ -33,7 +33,19 @@ from typing import Any, ClassVar
 
 from .tools import ToolTypes, coerce_value, tool_types
 
-__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS", "partial_start", "partial_start_any", "ws_run_start"]
+__all__ = [
+    "CLOSE",
+    "ParserBase",
+    "PREFIX_REQUIRED",
+    "REGEX_WS",
+    "partial_start",
+    "partial_start_any",
+    "prefix_partial",
+    "Quiet",
+    "quiet_cut",
+    "ws_run_end",
+    "ws_run_start",
+]
 
 #: ``action`` of a scan result that closes the current region.
 CLOSE = -1
@@ -71,6 +83,8 @@ class ParserBase:
     JOIN: ClassVar[tuple[str | None, ...]] = ()
     #: per field: ``repeats``
     REPEATS: ClassVar[tuple[bool, ...]] = ()
+    #: per field: its value may hold tool calls whose arguments ``tools`` types
+    TYPED: ClassVar[tuple[bool, ...]] = ()
     #: characters of consumed input that scans may look back on (-1: all)
     CONTEXT: ClassVar[int] = 0
     #: per state (field index; the free state last): the scan function
@@ -91,11 +105,23 @@ class ParserBase:
     #: per state: ``(first characters, whitespace lead, literals)`` of the watched delimiters
     #: (literals: all of them when every one is literal, else None), or None: always scan
     FAST: ClassVar[tuple[tuple[tuple[str, ...], bool, tuple[str, ...] | None] | None, ...]] = ()
+    #: per state: ``(marks, whitespace-led marks)``: the literals and required literal
+    #: prefixes of the watched delimiters (see ``quiet_cut``), or None
+    MARKS: ClassVar[tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]] = ()
     #: how many held-regex memos the scans keep (see compiler/regexinfo.gap_split)
     MEMOS: ClassVar[int] = 0
     #: per memo: the state whose scan keeps it, and the literal tail of its pattern
     MEMO_STATES: ClassVar[tuple[int, ...]] = ()
     MEMO_TAILS: ClassVar[tuple[str, ...]] = ()
+
+    #: per state: MARKS prepared for quiet_cut (filled in for each generated class)
+    _QUIET: ClassVar[tuple[Quiet | None, ...]] = ()
+    #: per state: what entering it sets (see _modes)
+    _MODES: ClassVar[tuple[tuple, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._QUIET = tuple(None if marks is None else Quiet(marks) for marks in cls.MARKS)
 
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
@@ -107,7 +133,9 @@ class ParserBase:
         self._out: dict[str, Any] = self.new_defaults()
         self._ctx = ""  # consumed input kept for look-behind (at most CONTEXT chars)
         self._held = ""  # input not consumed yet: a delimiter may start in it
-        self._done = 0  # characters consumed so far (offset of _held in the whole input)
+        self._done = 0  # characters consumed so far (offset of _held in the whole input),
+        # except the chunks feed's quickest path appended to _parts after index _mark
+        self._mark = 0
         self._ban = -1  # see the progress rule in _process (offsets in the whole input)
         self._opened_at = -1
         self._off = 0
@@ -125,15 +153,49 @@ class ParserBase:
         self._big: list[str] = []
         self._acc = ""
         self._caps: dict[str, str] = {}
+        self._q1 = self._q2 = ""  # see feed and _arm
+        self._modes()
         self._reset()
         self.initial_events: list[dict] = []
         if prefix:
             text = self.cut_prefix(prefix)
             if text:
                 self._process(self.initial_events, False, text)
+        self._arm()
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
+        if text.__class__ is str and self._q1 not in text and self._q2 not in text and text:
+            # The quickest path, armed by _arm() (``_q1`` is "" otherwise, which is in
+            # every string): a region is open, no context is kept, nothing but whitespace
+            # is held, and neither of the (one or two) characters the watched delimiters
+            # start with is in this chunk. So nothing can commit; all of it goes into the
+            # region, except a whitespace tail a whitespace-led delimiter may grow from.
+            held = self._held
+            if held:
+                text = held + text
+                self._held = ""
+            if self._ws and text[-1] in REGEX_WS:
+                cut = ws_run_start(text, 0, len(text))
+                self._held = text[cut:]
+                if not cut:
+                    return []
+                text = text[:cut]
+            parts = self._parts
+            parts.append(text)  # counted into _done later (see _settle)
+            if len(parts) > 64:  # _MERGE_PARTS
+                self._compact()
+            event = self._event.copy()
+            event["text"] = text
+            return [event]
+        self._settle()
+        try:
+            return self._feed(text)
+        finally:
+            self._mark = len(self._parts)
+            self._arm()
+
+    def _feed(self, text: str) -> list[dict]:
         if self._stable is not None and text.__class__ is str:
             tail = self._stable
             edge = self._stable_edge + text
@@ -158,30 +220,50 @@ class ParserBase:
                     break
             else:
                 if self._simple and self._opened and not (self._ws and x[-1] in REGEX_WS):
-                    # the common case: an open region, nothing to hold, no context to keep
+                    # an open region, nothing to hold, no context to keep
                     parts = self._parts
                     parts.append(x)
+                    self._done += len(x)
+                    self._mark = len(parts)
                     if len(parts) > _MERGE_PARTS:
                         self._compact()
-                    self._done += len(x)
                     if held:
                         self._held = ""
                     return [{"type": "region_chunk", "field": self._name, "text": x, "dirty": self._dirty}]
                 return self._feed_quiet(x)
-            lits = self._lits
-            if lits is not None:
-                # Literal-only state: unless one of its literals occurs, nothing commits;
-                # emit up to the tail that may still grow into one of them.
-                for lit in lits:
-                    if lit in x:
-                        break
-                else:
-                    return self._feed_quiet(x, partial_start_any(x, 0, lits))
+            quiet = self._quiet
+            if (
+                quiet is not None
+                and not self._more
+                and not self._more_blocks
+                and (not self.MEMOS or self._memo.count(None) == self.MEMOS)
+            ):
+                # No watched delimiter can complete unless one of its marks occurs; when
+                # none does, emit up to where one may still be being written.
+                cut = quiet_cut(x, quiet)
+                if cut >= 0:
+                    return self._feed_quiet(x, cut)
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         events: list[dict] = []
         self._process(events, False, text if text else "")  # feed(None) is a no-op, as in the reference
         return events
+
+    def _arm(self) -> None:
+        """Arm feed's quickest path when it applies now (see feed)."""
+        first = self._first
+        held = self._held
+        if (
+            first
+            and self._simple
+            and self._opened
+            and self._stable is None
+            and not (held and (first in held or self._second in held))
+        ):
+            self._q1 = first
+            self._q2 = self._second
+        else:
+            self._q1 = ""
 
     def _feed_quiet(self, x: str, cut: int = -1) -> list[dict]:
         """The fast path's general case: nothing in ``x`` (held text + chunk) can commit;
@@ -210,6 +292,7 @@ class ParserBase:
         """End the stream: close what is open, return ``(message, final_events)``."""
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
+        self._settle()
         events: list[dict] = []
         self._process(events, True, "")
         out = self._out
@@ -221,7 +304,8 @@ class ParserBase:
         defaults = self.DEFAULTS
         self._out = {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
-        self._firsts = None
+        self._firsts = self._quiet = None
+        self._q1 = ""
         return self._out, events
 
     # --- the state machine -------------------------------------------------
@@ -294,13 +378,22 @@ class ParserBase:
                 self._stable_edge = buf[max(pos, len(buf) - len(tail) + 1) :] if len(tail) > 1 else ""
                 return
 
+    def _settle(self) -> None:
+        """Count the chunks feed's quickest path added to the body into ``_done``."""
+        parts = self._parts
+        if len(parts) > self._mark:
+            self._done += sum(map(len, parts[self._mark :]))
+            self._mark = len(parts)
+
     def _compact(self) -> None:
         """Fold the recent chunks into blocks, and blocks into bigger blocks: a long body is
         held in few strings (not one object per chunk) and each character is copied twice."""
+        self._settle()
         parts = self._parts
         blocks = self._blocks
         blocks.append("".join(parts))
         parts.clear()
+        self._mark = 0
         if len(blocks) > _MERGE_PARTS:
             self._big.append("".join(blocks))
             blocks.clear()
@@ -313,6 +406,7 @@ class ParserBase:
         self._big.clear()
         self._blocks.clear()
         self._parts.clear()
+        self._mark = 0
         body = self._acc = "".join(pieces)
         return body
 
@@ -323,17 +417,14 @@ class ParserBase:
             self._opened = True
             events.append({"type": "region_open", "field": self._name})
         parts = self._parts
-        parts.append(text)
+        parts.append(text)  # the caller counts it into _done
+        self._mark = len(parts)
         if len(parts) > _MERGE_PARTS:
             self._compact()
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
     def _open(self, events: list[dict], index: int, match: Any, start: int, end: int) -> None:
-        self._cur = self._state = index
-        self._name = self.FIELDS[index]
-        self._dirty = self.DIRTY[index]
-        self._scan = self.SCANS[index]
-        self._set_fast(index)
+        self._enter(index)
         self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         self._opened = True
         self._opened_at = start + self._off if start == end else -1
@@ -348,7 +439,7 @@ class ParserBase:
         if cur >= 0:
             name = self._name
             value = self.FINISH[cur](self._take_body(), self._caps)
-            if self._tools:
+            if self._tools and self.TYPED[cur]:
                 value = coerce_value(value, self._tools)
             out = self._out
             join = self.JOIN[cur]
@@ -367,31 +458,59 @@ class ParserBase:
             events.append({"type": "region_close", "field": name, "value": value})
         self._reset()
 
-    def _set_fast(self, state: int) -> None:
-        fast = None if self._finalized else self.FAST[state]
-        if fast is None:
-            self._firsts = self._lits = None
-            self._ws = self._simple = False
-        else:
-            self._firsts, self._ws, self._lits = fast
-            self._simple = self.CONTEXT == 0 and self._cur >= 0
+    @classmethod
+    def _modes(cls) -> tuple[tuple, ...]:
+        """Per state, everything entering it sets (see ``_enter``), worked out once per class."""
+        modes = cls.__dict__.get("_MODES")
+        if modes is None:
+            modes = []
+            for state in range(len(cls.FIELDS) + 1):
+                cur = state if state < len(cls.FIELDS) else cls.IMPLICIT
+                name = cls.FIELDS[cur] if cur >= 0 else None
+                dirty = cls.DIRTY[cur] if cur >= 0 else False
+                fast = cls.FAST[state]
+                if fast is None:
+                    firsts, ws, simple, first, second, quiet = None, False, False, "", "", None
+                else:
+                    firsts, ws, _ = fast
+                    simple = cls.CONTEXT == 0 and cur >= 0
+                    first, second = (firsts[0], firsts[-1]) if 0 < len(firsts) <= 2 else ("", "")
+                    quiet = None if cls.CONTEXT else cls._QUIET[state]
+                event = {"type": "region_chunk", "field": name, "text": "", "dirty": dirty}
+                modes.append(
+                    (cur, state, name, dirty, cls.SCANS[state], firsts, ws, simple, first, second, quiet, event)
+                )
+            modes = cls._MODES = tuple(modes)
+        return modes
+
+    def _enter(self, state: int) -> None:
+        (
+            self._cur,
+            self._state,
+            self._name,
+            self._dirty,
+            self._scan,
+            self._firsts,
+            self._ws,
+            self._simple,
+            self._first,
+            self._second,
+            self._quiet,
+            self._event,
+        ) = self._MODES[state]
+        self._q1 = ""
 
     def _reset(self) -> None:
         """Back to the free state: the implicit region (not yet opened) or the null region."""
-        cur = self._cur = self.IMPLICIT
-        self._state = len(self.FIELDS)
-        self._name = self.FIELDS[cur] if cur >= 0 else None
-        self._dirty = self.DIRTY[cur] if cur >= 0 else False
-        self._scan = self.SCANS[-1]
-        self._set_fast(-1)
+        self._enter(len(self.FIELDS))
         self._caps = {}
         self._acc = ""
         self._parts.clear()
+        self._mark = 0
         self._blocks.clear()
         self._big.clear()
         self._opened = False
         self._opened_at = -1
-
 
 #: The characters the regex module's ``\s`` matches (Unicode White_Space).
 REGEX_WS = frozenset(
@@ -426,6 +545,78 @@ def partial_start(buf: str, pos: int, lit: str) -> int:
         if lit.startswith(buf[i:]):
             return i
         i += 1
+
+
+class Quiet(tuple):
+    """A state's marks, prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
+    whitespace-led prefixes, first characters, longest mark)``, where the prefix sets
+    hold every proper beginning of a direct / whitespace-led mark."""
+
+    __slots__ = ()
+
+    def __new__(cls, marks: tuple[tuple[str, ...], tuple[str, ...]]) -> "Quiet":
+        direct, ws_led = marks
+        every = tuple(dict.fromkeys(direct + ws_led))
+        direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
+        ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
+        firsts = "".join(sorted({m[0] for m in every}))
+        return super().__new__(cls, (every, direct_prefixes, ws_prefixes, firsts, max(map(len, every))))
+
+
+def quiet_cut(x: str, quiet: Quiet) -> int:
+    """Where the scan of ``x`` (held text plus a chunk) would hold, when it can commit
+    nothing; -1 when it may (then scan).
+
+    The marks are the literals and the required literal prefixes of the regexes that
+    start without whitespace (direct), and those of the whitespace-led regexes
+    (``\\s*``; see ``compiler/regexinfo.lead``). Every match starts with one of them
+    (after its whitespace), so when ``x`` contains none, nothing is complete, and a
+    delimiter is partial exactly where the rest of ``x`` is a proper beginning of one
+    (from the whitespace before it, for a whitespace-led one), or in a trailing
+    whitespace run a whitespace-led one may still grow from.
+    """
+    every, direct, ws_led, firsts, longest = quiet
+    for mark in every:
+        if mark in x:
+            return -1
+    if x in direct:
+        return 0  # the common case: a delimiter is being written from the start
+    n = len(x)
+    start = n - longest + 1 if n > longest else 0
+    cut = n
+    for c in firsts:
+        i = x.find(c, start)
+        while 0 <= i < cut:
+            rest = x[i:]
+            if rest in ws_led:
+                cut = ws_run_start(x, 0, i)  # a whitespace-led match starts before it
+                break
+            if rest in direct:
+                cut = i
+                break
+            i = x.find(c, i + 1)
+    if ws_led and x[-1] in REGEX_WS:
+        i = ws_run_start(x, 0, n)
+        if i < cut:
+            cut = i
+    return cut
+
+
+def ws_run_end(buf: str, i: int) -> int:
+    """End of the run of ``\\s`` characters that starts at ``i``."""
+    n = len(buf)
+    while i < n and buf[i] in REGEX_WS:
+        i += 1
+    return i
+
+
+def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:
+    """True when ``buf[i:]`` (the end of the buffer) may still grow into one of ``prefixes``."""
+    rest = buf[i:]
+    for prefix in prefixes:
+        if prefix.startswith(rest):
+            return True
+    return False
 
 
 def partial_start_any(buf: str, pos: int, lits: tuple[str, ...]) -> int:

@@ -47,6 +47,32 @@ _SENTINEL_CLOSE = "\x02"
 _UNQUOTED_KEY = regex.compile(r"(?<=[{,])(\w+):")
 
 
+_MISS = object()
+_SCAN = json.JSONDecoder().scan_once
+_JSON_WS = json.decoder.WHITESPACE.match
+
+
+def _json_or_miss(text: str) -> Any:
+    """``json.loads(text)``, or ``_MISS`` where it raises ``JSONDecodeError``.
+
+    The same steps as ``json.loads`` on a str (BOM check, leading whitespace, one
+    value, trailing whitespace, nothing after it), without building the exception
+    for text that is not JSON (model output often is not: a SQL query, a date).
+    Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads``.
+    """
+    if text.startswith("\ufeff"):
+        return _MISS
+    try:
+        value, end = _SCAN(text, _JSON_WS(text, 0).end())
+    except StopIteration:
+        return _MISS
+    except json.JSONDecodeError:
+        return _MISS
+    if _JSON_WS(text, end).end() != len(text):
+        return _MISS
+    return value
+
+
 def _stripper(strip: bool) -> Callable[[str], str]:
     return str.strip if strip else _identity
 
@@ -104,11 +130,14 @@ def json_parser(
     if not delim_patterns and not unquoted_keys:
 
         def parse_plain(text: str) -> Any:
+            value = _json_or_miss(text)
+            if value is not _MISS:
+                return value
+            if allow_non_json:
+                return clean(text)
             try:
-                return loads(text)
+                return loads(text)  # for its error message
             except decode_error as exc:
-                if allow_non_json:
-                    return clean(text)
                 raise ValueError(f"json: the region is not valid JSON ({exc}); body: {text!r}") from exc
 
         return parse_plain
@@ -151,8 +180,12 @@ def _value_parser(spec: dict | None) -> Parser | None:
     return make_parser(spec.get("name", "text"), spec.get("args", {}))
 
 
-def _tag_matches(tag_pattern: str, tag_split: tuple[str, bool, str] | None) -> Callable[[str], Any]:
-    """``text -> iterable of group dicts``: the matches of ``tag_pattern`` in order.
+def _tag_matches(
+    tag_pattern: str, tag_split: tuple[str, bool, str] | None
+) -> Callable[[str], list[tuple[Any, Any]]]:
+    """``text -> [(key, value), ...]``: the ``key`` and ``value`` groups of the matches of
+    ``tag_pattern``, in order (None for a group that did not take part; a missing
+    ``value`` group gives "").
 
     With ``tag_split`` (``(HEAD, ws, TAIL)`` from ``compiler.regexinfo.lazy_group_split``
     for a pattern ``HEAD(?P<value>.*?)\\s*TAIL``), HEAD is searched with the regex and
@@ -161,14 +194,25 @@ def _tag_matches(tag_pattern: str, tag_split: tuple[str, bool, str] | None) -> C
     pattern is asked from that position (it may still match another way, or not at all).
     """
     full = regex.compile(tag_pattern, regex.DOTALL)
+    has_key = "key" in full.groupindex
+    has_value = "value" in full.groupindex
+
+    def pair(match: Any) -> tuple[Any, Any]:
+        return (
+            match.group("key") if has_key else None,
+            match.group("value") if has_value else "",
+        )
+
     if tag_split is None:
-        return lambda text: (match.groupdict() for match in full.finditer(text))
-    head_search = regex.compile(tag_split[0], regex.DOTALL).search
+        return lambda text: [pair(match) for match in full.finditer(text)]
+    head = regex.compile(tag_split[0], regex.DOTALL)
+    head_search = head.search
+    head_key = "key" in head.groupindex
     ws, tail = tag_split[1], tag_split[2]
     full_search = full.search
     step = len(tail)
 
-    def matches(text: str) -> list[dict]:
+    def matches(text: str) -> list[tuple[Any, Any]]:
         found = []
         pos = 0
         find = text.find
@@ -182,16 +226,14 @@ def _tag_matches(tag_pattern: str, tag_split: tuple[str, bool, str] | None) -> C
                 match = full_search(text, match.start())
                 if match is None:
                     return found
-                found.append(match.groupdict())
+                found.append(pair(match))
                 pos = match.end()
                 continue
             end = at
             if ws:
                 while end > value_start and text[end - 1] in _WS:
                     end -= 1
-            groups = match.groupdict()
-            groups["value"] = text[value_start:end]
-            found.append(groups)
+            found.append((match.group("key") if head_key else None, text[value_start:end]))
             pos = at + step
 
     return matches
@@ -216,13 +258,11 @@ def xml_inline_parser(
 
     def parse(text: str) -> dict:
         out: dict[str, Any] = {}
-        for groups in tag_matches(text):
-            key = groups.get("key")
+        for key, raw in tag_matches(text):
             if key is None:
                 raise ValueError(
                     f"xml-inline: the 'key' group of tag_pattern {tag_pattern!r} did not take part in a match"
                 )
-            raw = groups.get("value", "")
             if sub is None:
                 value = raw
             elif raw is None:
