@@ -225,7 +225,7 @@ class _ScanWriter:
             self._find_first(firsts, "i + 1", level + 2)
             self.emit("continue", level + 2)
         self.emit(f"c = {name}.match(buf, {start}, partial=not eos)", level + 1)
-        if info.ws:
+        if info.ws and not info.all_ws:
             self.emit("if (c is None or c.partial) and j < i:", level + 1)
             self.emit("# a branch without the whitespace lead may match at the character itself", level + 2)
             self.emit(f"d = {name}.match(buf, i, partial=not eos)", level + 2)
@@ -381,6 +381,24 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
 
 
+def _pending_entry(state: State, regex_names: dict) -> str:
+    """Source of the state's PENDING entry: ``((prefixes, whitespace-led, regex), ...)``
+    for the regex delimiters a held partial match can be re-checked on alone (see
+    ``runtime.base.still_pending``), or ``None``."""
+    if state.marks is None:
+        return "None"
+    entries = []
+    for w in state.watches:
+        d = w.delim
+        info = d.lead
+        if d.kind != "regex" or info is None or d.gap is not None or (info.ws and not info.all_ws):
+            continue
+        entries.append(f"({literal(tuple(info.prefixes))}, {info.ws}, {regex_names[d.pattern]})")
+    if not entries:
+        return "None"
+    return "(" + ", ".join(entries) + ",)"
+
+
 def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
     if anchor.kind == "literal" and not _has_border(anchor.literals[0]):
         lit = anchor.literals[0]
@@ -463,6 +481,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     fast_table += (free_state.fast,)
     marks_table = tuple(free_state.marks if f.implicit else ir.states[f.index].marks for f in ir.fields)
     marks_table += (free_state.marks,)
+    state_of = [free_state if f.implicit else ir.states[f.index] for f in ir.fields] + [free_state]
+    pending_table = [_pending_entry(st, regex_names) for st in state_of]
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
     return _environment().get_template("module.py.j2").render(
         version=version,
@@ -486,6 +506,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         finish_table=[f["name"] for f in finishers],
         fast=fast_table,
         marks=marks_table,
+        pending=pending_table,
         memos=len(memo_slots),
         memo_states=tuple(state for state, _ in memo_info),
         memo_tails=tuple(tail for _, tail in memo_info),

@@ -37,6 +37,9 @@ class Lead:
     prefixes: tuple[str, ...] = ()
     #: some branch requires its whitespace (``\\s+``)
     ws_required: bool = False
+    #: every branch starts with its whitespace run (so a match at the run's start and
+    #: one at the character after it are the same)
+    all_ws: bool = False
 
 
 class _Unknown(Exception):
@@ -158,9 +161,11 @@ def lead(pattern: str) -> Lead | None:
     if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
         return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
     ws = ws_required = False
+    all_ws = True
     firsts: set[str] = set()
     try:
         for branch in _split_alternatives(pattern):
+            all_ws = all_ws and branch.startswith(("\\s*", "\\s+"))
             if branch.startswith(("\\s*?", "\\s+?")):
                 # the regex module reports partial matches of a lazy whitespace run that
                 # cannot become matches (r"\s*?a" on " <"): leave such patterns general
@@ -187,7 +192,7 @@ def lead(pattern: str) -> Lead | None:
         prefixes = set(firsts)
     # a prefix that extends another adds nothing: keep the shortest
     kept = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
-    return Lead(frozenset(firsts), ws, tuple(kept), ws_required)
+    return Lead(frozenset(firsts), ws, tuple(kept), ws_required, all_ws)
 
 
 def _required_prefixes(pattern: str) -> set[str]:

@@ -102,6 +102,14 @@ class Parser(_base.ParserBase):
         (("<|END_RESPONSE|>",), ()),
         (("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"), ()),
     )
+    # per state: the regex delimiters a held partial match of which is re-checked alone
+    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
+    PENDING = (
+        None,
+        None,
+        None,
+        None,
+    )
     MEMOS = 0
     # per memo: the state whose scan keeps it, and the literal that ends its gap
     MEMO_STATES = ()

@@ -117,6 +117,14 @@ class Parser(_base.ParserBase):
             (),
         ),
     )
+    # per state: the regex delimiters a held partial match of which is re-checked alone
+    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
+    PENDING = (
+        None,
+        None,
+        None,
+        None,
+    )
     MEMOS = 1
     # per memo: the state whose scan keeps it, and the literal that ends its gap
     MEMO_STATES = (3,)

@@ -108,6 +108,20 @@ class Parser(_base.ParserBase):
         (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
         (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
     )
+    # per state: the regex delimiters a held partial match of which is re-checked alone
+    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
+    PENDING = (
+        None,
+        None,
+        (
+            (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
+            (("<|endoftext|>", "<|im_end|>"), True, _RE_CONTENT_CLOSE_1),
+        ),
+        (
+            (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
+            (("<|endoftext|>", "<|im_end|>"), True, _RE_CONTENT_CLOSE_1),
+        ),
+    )
     MEMOS = 0
     # per memo: the state whose scan keeps it, and the literal that ends its gap
     MEMO_STATES = ()
@@ -192,11 +206,6 @@ class Parser(_base.ParserBase):
                 i = buf.find("<", i + 1)
                 continue
             c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
-            if (c is None or c.partial) and j < i:
-                # a branch without the whitespace lead may match at the character itself
-                d = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
-                if d is not None and (c is None or not d.partial):
-                    c = d
             if c is not None:
                 if not c.partial:
                     m = c  # the leftmost complete match
@@ -235,11 +244,6 @@ class Parser(_base.ParserBase):
                 i = buf.find("<", i + 1)
                 continue
             c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
-            if (c is None or c.partial) and j < i:
-                # a branch without the whitespace lead may match at the character itself
-                d = _RE_CONTENT_CLOSE_1.match(buf, i, partial=not eos)
-                if d is not None and (c is None or not d.partial):
-                    c = d
             if c is not None:
                 if not c.partial:
                     m = c  # the leftmost complete match

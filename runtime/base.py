@@ -43,6 +43,7 @@ __all__ = [
     "prefix_partial",
     "Quiet",
     "quiet_cut",
+    "still_pending",
     "ws_run_end",
     "ws_run_start",
 ]
@@ -108,6 +109,8 @@ class ParserBase:
     #: per state: ``(marks, whitespace-led marks)``: the literals and required literal
     #: prefixes of the watched delimiters (see ``quiet_cut``), or None
     MARKS: ClassVar[tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]] = ()
+    #: per state: ``((prefixes, whitespace-led, regex), ...)`` (see ``still_pending``), or None
+    PENDING: ClassVar[tuple[tuple[tuple[tuple[str, ...], bool, Any], ...] | None, ...]] = ()
     #: how many held-regex memos the scans keep (see compiler/regexinfo.gap_split)
     MEMOS: ClassVar[int] = 0
     #: per memo: the state whose scan keeps it, and the literal tail of its pattern
@@ -154,6 +157,7 @@ class ParserBase:
         self._acc = ""
         self._caps: dict[str, str] = {}
         self._q1 = self._q2 = ""  # see feed and _arm
+        self._qq = None
         self._modes()
         self._reset()
         self.initial_events: list[dict] = []
@@ -181,13 +185,52 @@ class ParserBase:
                 if not cut:
                     return []
                 text = text[:cut]
+            event = self._event
+            if event is None:
+                self._done += len(text)  # the null region: text outside every field is dropped
+                return []
             parts = self._parts
             parts.append(text)  # counted into _done later (see _settle)
             if len(parts) > 64:  # _MERGE_PARTS
                 self._compact()
-            event = self._event.copy()
+            event = event.copy()
             event["text"] = text
             return [event]
+        quiet = self._qq
+        if quiet is not None and text.__class__ is str and text:
+            # The quiet path, armed by _arm() as well: a delimiter may start in this
+            # chunk, but unless one of the watched delimiters' marks occurs, nothing can
+            # commit (see quiet_cut): emit up to where one may still be being written.
+            held = self._held
+            x = held + text if held else text
+            cut = quiet_cut(x, quiet)
+            if cut >= 0:
+                if cut < len(x):
+                    held = self._held = x[cut:]
+                    first = self._first
+                    if first and first not in held and self._second not in held:
+                        self._q1 = first
+                        self._q2 = self._second
+                    else:
+                        self._q1 = ""
+                    if not cut:
+                        return []
+                    x = x[:cut]
+                elif held:
+                    self._held = ""
+                    self._q1 = self._first
+                    self._q2 = self._second
+                event = self._event
+                if event is None:
+                    self._done += len(x)  # the null region: text outside every field is dropped
+                    return []
+                parts = self._parts
+                parts.append(x)  # counted into _done later (see _settle)
+                if len(parts) > 64:  # _MERGE_PARTS
+                    self._compact()
+                event = event.copy()
+                event["text"] = x
+                return [event]
         self._settle()
         try:
             return self._feed(text)
@@ -243,6 +286,12 @@ class ParserBase:
                 cut = quiet_cut(x, quiet)
                 if cut >= 0:
                     return self._feed_quiet(x, cut)
+                pending = self._pending
+                if pending is not None and still_pending(x, pending, quiet[0]):
+                    # a regex delimiter is still being written from the hold, and nothing
+                    # else can commit before it ends: keep holding
+                    self._held = x
+                    return []
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         events: list[dict] = []
@@ -250,20 +299,22 @@ class ParserBase:
         return events
 
     def _arm(self) -> None:
-        """Arm feed's quickest path when it applies now (see feed)."""
-        first = self._first
-        held = self._held
-        if (
-            first
-            and self._simple
-            and self._opened
-            and self._stable is None
-            and not (held and (first in held or self._second in held))
-        ):
-            self._q1 = first
-            self._q2 = self._second
+        """Arm feed's quickest and quiet paths when they apply now (see feed)."""
+        if self._armable and (self._opened or self._cur < 0) and self._stable is None:
+            first = self._first
+            held = self._held
+            if first and not (held and (first in held or self._second in held)):
+                self._q1 = first
+                self._q2 = self._second
+            else:
+                self._q1 = ""
+            if self._quiet is not None and not self._more and (not self.MEMOS or self._memo.count(None) == self.MEMOS):
+                self._qq = self._quiet
+            else:
+                self._qq = None
         else:
             self._q1 = ""
+            self._qq = None
 
     def _feed_quiet(self, x: str, cut: int = -1) -> list[dict]:
         """The fast path's general case: nothing in ``x`` (held text + chunk) can commit;
@@ -304,7 +355,7 @@ class ParserBase:
         defaults = self.DEFAULTS
         self._out = {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
-        self._firsts = self._quiet = None
+        self._firsts = self._quiet = self._qq = None
         self._q1 = ""
         return self._out, events
 
@@ -470,15 +521,17 @@ class ParserBase:
                 dirty = cls.DIRTY[cur] if cur >= 0 else False
                 fast = cls.FAST[state]
                 if fast is None:
-                    firsts, ws, simple, first, second, quiet = None, False, False, "", "", None
+                    firsts, ws, simple, first, second, quiet, pending = None, False, False, "", "", None, None
                 else:
                     firsts, ws, _ = fast
                     simple = cls.CONTEXT == 0 and cur >= 0
                     first, second = (firsts[0], firsts[-1]) if 0 < len(firsts) <= 2 else ("", "")
                     quiet = None if cls.CONTEXT else cls._QUIET[state]
-                event = {"type": "region_chunk", "field": name, "text": "", "dirty": dirty}
+                pending = None if quiet is None else cls.PENDING[state]
+                event = None if cur < 0 else {"type": "region_chunk", "field": name, "text": "", "dirty": dirty}
+                armable = fast is not None and cls.CONTEXT == 0
                 modes.append(
-                    (cur, state, name, dirty, cls.SCANS[state], firsts, ws, simple, first, second, quiet, event)
+                    (cur, state, name, dirty, cls.SCANS[state], firsts, ws, simple, armable, first, second, quiet, pending, event)
                 )
             modes = cls._MODES = tuple(modes)
         return modes
@@ -493,12 +546,15 @@ class ParserBase:
             self._firsts,
             self._ws,
             self._simple,
+            self._armable,
             self._first,
             self._second,
             self._quiet,
+            self._pending,
             self._event,
         ) = self._MODES[state]
         self._q1 = ""
+        self._qq = None
 
     def _reset(self) -> None:
         """Back to the free state: the implicit region (not yet opened) or the null region."""
@@ -600,6 +656,37 @@ def quiet_cut(x: str, quiet: Quiet) -> int:
         if i < cut:
             cut = i
     return cut
+
+
+def still_pending(x: str, pending: tuple, marks: tuple[str, ...]) -> bool:
+    """True when ``x`` (held text plus a chunk) is still a partial match of one of the
+    ``pending`` regex delimiters from its start, and nothing else can commit first.
+
+    ``x`` must start (after its whitespace, for a whitespace-led pattern) with one of
+    that pattern's literal prefixes, and no mark of the state (``marks``) may occur
+    anywhere else in it: then no other match, of any watched delimiter, can be
+    complete, and with the partial match at the start the scan holds all of ``x``.
+    Only patterns where a match from the whitespace run's start and from the character
+    after it are the same are listed (see ``compiler.emit._pending_entry``).
+    """
+    k = ws_run_end(x, 0) if x[0] in REGEX_WS else 0
+    if k == len(x):
+        return False
+    for prefixes, ws_led, rx in pending:
+        if k and not ws_led:
+            continue
+        for prefix in prefixes:
+            if x.startswith(prefix, k):
+                break
+        else:
+            continue
+        for mark in marks:
+            at = x.find(mark)
+            if at >= 0 and (at != k or mark != prefix or x.find(mark, k + 1) >= 0):
+                return False
+        match = rx.match(x, 0, partial=True)
+        return match is not None and match.partial
+    return False
 
 
 def ws_run_end(buf: str, i: int) -> int:

@@ -43,6 +43,8 @@ def patterns(draw):
     branches = draw(st.lists(sequences(), min_size=1, max_size=2))
     if draw(st.booleans()):
         branches[0] = draw(st.sampled_from([r"\s*", r"\s+"])) + branches[0]
+        if len(branches) > 1 and draw(st.booleans()):
+            branches[1:] = [draw(st.sampled_from([r"\s*", r"\s+"])) + b for b in branches[1:]]
     if draw(st.integers(0, 3)) == 0:
         branches = [branches[0] + draw(st.sampled_from([".*?", ".*"])) + draw(st.sampled_from(["<b>", r"<\|m\|>", "ab"]))]
     return "|".join(branches)
@@ -117,7 +119,7 @@ def _outcome_candidates(compiled, info, text, pos, eos):
         if info.ws:
             j = ws_run_start(text, pos, i)
             c = compiled.match(text, j, partial=not eos)
-            if (c is None or c.partial) and j < i:
+            if (c is None or c.partial) and j < i and not info.all_ws:
                 d = compiled.match(text, i, partial=not eos)
                 if d is not None and (c is None or not d.partial):
                     c = d

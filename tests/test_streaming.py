@@ -115,3 +115,21 @@ def test_empty_and_none_feeds_are_no_ops_like_the_reference():
     for piece in ["ab<th", None, "", "ink>x", "", "</think>done<|im_end|>"]:
         assert ours.feed(piece) == ref.feed(piece)
     assert ours.finalize() == ref.finalize()
+
+
+def test_quiet_path_rearms_both_first_characters_after_a_state_change():
+    """Regression: the quiet path re-armed the quickest path with the state's first
+    character but a previous state's second one, so a chunk ending in a partial '[['
+    went straight into the region instead of being held."""
+    template = {
+        "start_anchor": "<a>",
+        "fields": {
+            "call": {"open_pattern": r"<c>\w+", "close": ["##", "[[", "#", "[[x]]"], "content": "text"},
+            "note": {"open": "##n", "close": "<e>", "content": "text"},
+        },
+    }
+    chunks = ["##nab", "c<e>x", " y", "<c>f[", "ab", 'c"[', "]]x", "[[x]] tail"]
+    ours = _events(respc.ResponseParser(template, ""), chunks)
+    ref = _events(chat_parsing.ResponseParser(template, prefix=""), chunks)
+    assert ours == ref
+    _compare(template, "".join(chunks))
