@@ -346,6 +346,23 @@ class ParserBase:
         self._settle()
         events: list[dict] = []
         self._process(events, True, "")
+        return self._message(), events
+
+    def parse_rest(self, text: str) -> dict:
+        """``feed(text)`` and then ``finalize()``, returning only the message.
+
+        With no events to report, the text is scanned once, at end of stream: a match
+        that a feed would hold at the end of ``text`` is decided by the end-of-stream
+        scan from the same position, so the message is the same. This is what
+        ``CompiledTemplate.parse`` uses.
+        """
+        if self._finalized:
+            raise RuntimeError("this parser is already finalized; create a new one for the next generation")
+        self._settle()
+        self._process([], True, text if text else "")
+        return self._message()
+
+    def _message(self) -> dict:
         out = self._out
         missing = [name for name in self.REQUIRED if name not in out]
         if missing:
@@ -357,7 +374,7 @@ class ParserBase:
         self._finalized = True
         self._firsts = self._quiet = self._qq = None
         self._q1 = ""
-        return self._out, events
+        return self._out
 
     # --- the state machine -------------------------------------------------
     def _process(self, events: list[dict], eos: bool, text: str) -> None:

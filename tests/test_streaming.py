@@ -133,3 +133,30 @@ def test_quiet_path_rearms_both_first_characters_after_a_state_change():
     ref = _events(chat_parsing.ResponseParser(template, prefix=""), chunks)
     assert ours == ref
     _compare(template, "".join(chunks))
+
+
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere"])
+@pytest.mark.parametrize("cut", [None, -1, -3, -9, -17])
+def test_one_pass_parse_equals_feed_then_finalize(name, cut):
+    """CompiledTemplate.parse scans the text once at end of stream (parse_rest); the
+    message must equal feed + finalize's and the reference's, also when the text ends
+    inside a delimiter (cut)."""
+    template = _bundled(name)
+    samples = ROOT / "bench" / "samples"
+    text = (samples / f"{name}.txt").read_text(encoding="utf-8")
+    prefix = (samples / f"{name}.prefix.txt").read_text(encoding="utf-8")
+    if cut is not None:
+        text = text[:cut]
+    compiled = respc.compile_template(template)
+    streamed = compiled.parser(prefix=prefix)
+    streamed.feed(text)
+    try:
+        want = streamed.finalize()[0]
+    except ValueError:
+        with pytest.raises(ValueError, match="json|JSON|required"):
+            compiled.parse(text, prefix=prefix)
+        with pytest.raises(Exception):
+            chat_parsing.parse_response(text, template, prefix=prefix)
+        return
+    assert compiled.parse(text, prefix=prefix) == want
+    assert chat_parsing.parse_response(text, template, prefix=prefix) == want
