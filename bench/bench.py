@@ -59,19 +59,40 @@ def chunks_of(text: str, size: int = 4) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+#: --cold: force a full garbage collection before every sample (flushes the CPU caches)
+COLD = False
+
+
 def interleaved(fns: dict, repeats: int, inner: int = 1) -> dict:
     """Median seconds per call of each callable; each sample times ``inner`` calls, and
-    the callables take turns ``repeats`` times."""
+    the callables take turns ``repeats`` times, the order rotating every round so none
+    always runs right after the same other one.
+
+    As with ``timeit``, the garbage collector is paused while the samples run (garbage
+    is collected before and after). With ``--cold``, a full collection runs right
+    before every sample instead: walking every object of the process flushes the CPU
+    caches, so each sample starts cold and is charged for its code's size.
+    """
     times: dict[str, list[float]] = {name: [] for name in fns}
     for fn in fns.values():
         fn()  # warm up
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            gc.collect()
-            start = perf()
-            for _ in range(inner):
-                fn()
-            times[name].append((perf() - start) / inner)
+    order = list(fns.items())
+    gc.collect()
+    try:
+        for round_ in range(repeats):
+            shift = round_ % len(order)
+            for name, fn in order[shift:] + order[:shift]:
+                if COLD:
+                    gc.enable()
+                    gc.collect()
+                gc.disable()
+                start = perf()
+                for _ in range(inner):
+                    fn()
+                times[name].append((perf() - start) / inner)
+    finally:
+        gc.enable()
+        gc.collect()
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -295,11 +316,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller long streams")
     parser.add_argument("--only", choices=["streaming", "flat", "held", "oneshot", "memory", "compile"])
+    parser.add_argument(
+        "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
+    )
     args = parser.parse_args()
+    global COLD
+    COLD = args.cold
     repeats = 5 if args.quick else 15
     workloads = [load_workload(name) for name in WORKLOADS]
     print(f"respc {respc.__version__}; reference: {'transformers 5.23.0' if RefParser else 'not installed'}; "
-          f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs\n")
+          f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs"
+          f"{' (cold: full garbage collection before every sample)' if COLD else ''}\n")
     sections = {
         "streaming": lambda: bench_streaming(workloads, repeats),
         "flat": lambda: bench_flatness(

@@ -108,7 +108,6 @@ def _outcome_candidates(compiled, info, text, pos, eos):
 
     m = None
     i = find(pos)
-    n = len(text)
     while i >= 0:
         rest = text[i:]
         if not any(rest.startswith(s) for s in info.prefixes) and (
