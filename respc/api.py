@@ -91,6 +91,10 @@ class CompiledTemplate:
 _LOCK = threading.Lock()
 _BY_CANONICAL: dict[str, CompiledTemplate] = {}
 _BY_NAME: dict[str, CompiledTemplate] = {}
+# id(template dict) -> (that dict, its repr then, its compiled template); holding the
+# dict keeps its id from being reused while the entry exists
+_BY_OBJECT: dict[int, tuple[dict, str, CompiledTemplate]] = {}
+_BY_OBJECT_MAX = 256
 
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
@@ -112,6 +116,15 @@ def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> C
         return template
     if isinstance(template, (str, os.PathLike)):
         template = load_template_file(template)
+    # The same dict object passed again: its repr (exact for JSON values, and several
+    # times cheaper than the canonical JSON) tells whether it changed since.
+    seen = _BY_OBJECT.get(id(template)) if template.__class__ is dict else None
+    if seen is not None and seen[0] is template:
+        shown = repr(template)
+        if shown == seen[1]:
+            return seen[2]
+    else:
+        shown = None
     canonical = canonical_json(template)
     compiled = _BY_CANONICAL.get(canonical)
     if compiled is None:
@@ -119,6 +132,10 @@ def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> C
             compiled = _BY_CANONICAL.get(canonical)
             if compiled is None:
                 compiled = _BY_CANONICAL[canonical] = _build(template, canonical)
+    if template.__class__ is dict:
+        if len(_BY_OBJECT) >= _BY_OBJECT_MAX:
+            _BY_OBJECT.clear()
+        _BY_OBJECT[id(template)] = (template, shown or repr(template), compiled)
     return compiled
 
 

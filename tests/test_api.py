@@ -160,6 +160,7 @@ def _fresh_compile(template):
     from respc import api
 
     api._BY_CANONICAL.clear()
+    api._BY_OBJECT.clear()
     return respc.compile_template(template)
 
 
@@ -233,3 +234,19 @@ def test_regex_with_several_first_characters_terminates():
     done = subprocess.run([sys.executable, "-c", _HANG_CASE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "region_close" in done.stdout
+
+
+def test_same_dict_object_mutated_in_place_is_compiled_again():
+    """The lookup by dict object notices in-place changes, down to a bool becoming an int."""
+    template = {"start_anchor": "S", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "int"}}}
+    first = respc.compile_template(template)
+    assert respc.compile_template(template) is first
+    template["fields"]["v"]["close"] = "</w>"
+    second = respc.compile_template(template)
+    assert second is not first and second.parse("<v> 7 </w>", prefix="") == {"v": 7}
+    template["defaults"] = {"n": 1}
+    assert respc.compile_template(template).parse("", prefix="") == {"n": 1}
+    template["defaults"]["n"] = 1.0
+    assert repr(respc.compile_template(template).parse("", prefix="")["n"]) == "1.0"
+    template["defaults"]["n"] = True
+    assert respc.compile_template(template).parse("", prefix="")["n"] is True
