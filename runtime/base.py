@@ -359,7 +359,7 @@ class ParserBase:
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
         self._settle()
-        self._process([], True, text if text else "")
+        self._process(None, True, text if text else "")  # None: no events to build
         return self._message()
 
     def _message(self) -> dict:
@@ -377,7 +377,7 @@ class ParserBase:
         return self._out
 
     # --- the state machine -------------------------------------------------
-    def _process(self, events: list[dict], eos: bool, text: str) -> None:
+    def _process(self, events: list[dict] | None, eos: bool, text: str) -> None:
         """Scan and commit delimiters over ``held + text`` (the slow path; see the module doc)."""
         if self._more or self._more_blocks:
             self._held = "".join([self._held, *self._more_blocks, *self._more])
@@ -478,27 +478,30 @@ class ParserBase:
         body = self._acc = "".join(pieces)
         return body
 
-    def _accumulate(self, events: list[dict], text: str) -> None:
+    def _accumulate(self, events: list[dict] | None, text: str) -> None:
         if self._cur < 0:
             return  # no region is open and the template has no implicit field
         if not self._opened:
             self._opened = True
-            events.append({"type": "region_open", "field": self._name})
+            if events is not None:
+                events.append({"type": "region_open", "field": self._name})
         parts = self._parts
         parts.append(text)  # the caller counts it into _done
         self._mark = len(parts)
         if len(parts) > _MERGE_PARTS:
             self._compact()
-        events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
+        if events is not None:
+            events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
-    def _open(self, events: list[dict], index: int, match: Any, start: int, end: int) -> None:
+    def _open(self, events: list[dict] | None, index: int, match: Any, start: int, end: int) -> None:
         self._enter(index)
         self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         self._opened = True
         self._opened_at = start + self._off if start == end else -1
-        events.append({"type": "region_open", "field": self._name})
+        if events is not None:
+            events.append({"type": "region_open", "field": self._name})
 
-    def _close_current(self, events: list[dict]) -> None:
+    def _close_current(self, events: list[dict] | None) -> None:
         if not self._opened:
             if self._state != len(self.FIELDS):
                 self._reset()
@@ -523,7 +526,8 @@ class ParserBase:
                 out.setdefault(name, []).append(value)
             else:
                 out[name] = value
-            events.append({"type": "region_close", "field": name, "value": value})
+            if events is not None:
+                events.append({"type": "region_close", "field": name, "value": value})
         self._reset()
 
     @classmethod
