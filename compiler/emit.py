@@ -500,6 +500,9 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         repeats=tuple(f.repeats for f in ir.fields),
         typed=tuple(f.typed for f in ir.fields),
         context=ir.context,
+        one_pass=not any(
+            "\\G" in d.pattern for f in ir.fields for d in (f.open, f.close) if d is not None and d.pattern is not None
+        ),
         anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
         states=states,
         scan_table=scan_table,

@@ -58,6 +58,8 @@ def _finish_content(body, caps):
 class Parser(_base.ParserBase):
     """Streaming parser for this template: see respc.runtime.base.ParserBase."""
 
+    __slots__ = ()
+
     FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
@@ -67,6 +69,9 @@ class Parser(_base.ParserBase):
     REPEATS = (False, True, False)
     TYPED = (False, True, False)
     CONTEXT = 0
+    # a whole output may be scanned in one end-of-stream pass (not with \G, which
+    # matches where each scan starts)
+    ONE_PASS = True
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
     FAST = (

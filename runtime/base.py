@@ -18,11 +18,22 @@ delimiter may still start in), ``CONTEXT`` characters of consumed input for
 patterns that look behind, and the open region's body; ``_done`` counts the
 characters consumed so far (offsets into the truncated prefix + output).
 
-``feed`` has fast paths that give the same events without scanning: a chunk in
-which no watched delimiter can start (none of their first characters occurs), a
-literal-only state whose literals do not occur, and a held regex match that only
-its tail literal can complete (see ``compiler/regexinfo.py`` for the facts the
-generated tables encode, and tests/test_streaming.py for the parity checks).
+``feed`` has fast paths that give the same events without scanning, each armed
+only while it applies (``_arm``):
+
+* quickest: none of the (one or two) first characters of the watched delimiters
+  occurs in the chunk, so it all goes into the open region (or is dropped in the
+  null region), less a whitespace tail a whitespace-led delimiter may grow from;
+* quiet: no *mark* occurs (a delimiter's literal, or a regex's required literal
+  prefix), so nothing can commit; the text is emitted up to where a delimiter may
+  still be being written (``quiet_cut``);
+* pending: a regex delimiter is being written from the start of the held text and
+  no other mark occurs, so only that regex needs asking (``still_pending``);
+* stable: a held regex match in a lazy gap waits for its tail literal alone.
+
+See ``compiler/regexinfo.py`` for the facts the generated tables encode (property-
+tested against the regex engine), and tests/test_streaming.py and the differential
+suite for the event-by-event parity checks.
 """
 
 from __future__ import annotations
@@ -69,6 +80,52 @@ def _is_empty(value: Any) -> bool:
 class ParserBase:
     """Streaming parser state machine; see the module docstring."""
 
+    # Instances keep their state in slots: attribute access stays on CPython's fastest
+    # path (an instance dict with this many keys would not), which feed pays per chunk.
+    __slots__ = (
+        "initial_events",
+        "_tools",
+        "_out",
+        "_ctx",
+        "_held",
+        "_done",
+        "_mark",
+        "_ban",
+        "_opened_at",
+        "_off",
+        "_memo",
+        "_stable",
+        "_stable_edge",
+        "_more",
+        "_more_blocks",
+        "_finalized",
+        "_parts",
+        "_blocks",
+        "_big",
+        "_acc",
+        "_caps",
+        "_opened",
+        # the current state (see _enter)
+        "_cur",
+        "_state",
+        "_name",
+        "_dirty",
+        "_scan",
+        "_firsts",
+        "_ws",
+        "_simple",
+        "_armable",
+        "_first",
+        "_second",
+        "_quiet",
+        "_pending",
+        "_event",
+        # feed's armed paths (see _arm)
+        "_q1",
+        "_q2",
+        "_qq",
+    )
+
     # --- filled in by each generated Parser class -------------------------
     #: field names, in template order (a field's index is its position here)
     FIELDS: ClassVar[tuple[str, ...]] = ()
@@ -88,6 +145,8 @@ class ParserBase:
     TYPED: ClassVar[tuple[bool, ...]] = ()
     #: characters of consumed input that scans may look back on (-1: all)
     CONTEXT: ClassVar[int] = 0
+    #: a whole output may be parsed in one end-of-stream pass (see parse_rest)
+    ONE_PASS: ClassVar[bool] = True
     #: per state (field index; the free state last): the scan function
     SCANS: ClassVar[tuple[Callable, ...]] = ()
     #: per field: ``finish(body, captures) -> value`` (content parser + transform)
@@ -144,7 +203,7 @@ class ParserBase:
         self._off = 0
         self._memo: list = [None] * self.MEMOS
         # A stable hold: the held text starts with a regex match that stays partial until
-        # its tail literal appears; until then feeds only collect text (see _feed_stable).
+        # its tail literal appears; until then feeds only collect text (see _feed).
         self._stable: str | None = None  # that tail literal
         self._stable_edge = ""  # the last len(tail) - 1 characters seen
         self._more: list[str] = []  # text fed since, not yet joined to _held
@@ -354,10 +413,14 @@ class ParserBase:
         With no events to report, the text is scanned once, at end of stream: a match
         that a feed would hold at the end of ``text`` is decided by the end-of-stream
         scan from the same position, so the message is the same. This is what
-        ``CompiledTemplate.parse`` uses.
+        ``CompiledTemplate.parse`` uses. Templates with ``\\G`` (which matches where each
+        scan starts, so where feed and finalize each start matters) feed and finalize.
         """
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")
+        if not self.ONE_PASS:
+            self.feed(text)
+            return self.finalize()[0]
         self._settle()
         self._process(None, True, text if text else "")  # None: no events to build
         return self._message()

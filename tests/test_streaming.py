@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import respc
+from respc.runtime import base
 
 from transformers.utils import chat_parsing  # the reference: installed by the test extra
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,3 +161,59 @@ def test_one_pass_parse_equals_feed_then_finalize(name, cut):
         return
     assert compiled.parse(text, prefix=prefix) == want
     assert chat_parsing.parse_response(text, template, prefix=prefix) == want
+
+
+def _state_scans(name):
+    compiled = respc.compile_template(_bundled(name))
+    Parser = compiled.Parser
+    parser = Parser("")
+    Parser._modes()
+    for state, quiet in enumerate(Parser._QUIET):
+        if quiet is not None:
+            yield parser, Parser.SCANS[state], quiet, Parser.PENDING[state]
+
+
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere"])
+def test_quiet_cut_and_still_pending_agree_with_the_scan(name):
+    """Where quiet_cut answers (no mark occurs), the generated scan holds from the same
+    position and commits nothing; where still_pending says so, the scan holds it all.
+    Texts are random mixes of the delimiters' pieces (seeded; a failure prints the text)."""
+    rng = random.Random(20261129)
+    checked = 0
+    for parser, scan, quiet, pending in _state_scans(name):
+        pieces = [m[:k] for m in quiet[0] for k in range(1, len(m) + 1)] + [" ", "\n", "x", "ab", "<", "=", "f_1"]
+        for _ in range(3000):
+            x = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+            cut = base.quiet_cut(x, quiet)
+            parser._memo[:] = [None] * len(parser._memo)  # feed asks only when no memo is held
+            found = scan(parser, x, 0, False)
+            if cut >= 0:
+                checked += 1
+                assert found == cut, (name, x, cut, found)
+            elif pending is not None and base.still_pending(x, pending, quiet[0]):
+                checked += 1
+                assert found == 0, (name, x, found)
+    assert checked > 1000
+
+
+def test_one_shot_with_G_anchor_feeds_and_finalizes():
+    """Regression (differential seed 90): \\G matches where each scan starts, so for a
+    template using it a whole output is parsed by feed + finalize, as the reference does."""
+    template = {
+        "defaults": {"role": "assistant", "z": ["old"]},
+        "start_anchor_pattern": "x*",
+        "fields": {
+            "z": {"content": "bool", "repeats": True, "close_pattern": r"(?:\#|)", "open_pattern": r"\G<\|c\|>"},
+            "x": {
+                "content": "json",
+                "transform": {"type": "function", "function": "{content}"},
+                "close_pattern": r"<\|c\|>(?:\s*\#!)?",
+            },
+        },
+    }
+    text = '<|c|>{"name":"f","arguments":{"obj":" 7 "}}<|c|>'
+    compiled = respc.compile_template(template)
+    assert compiled.Parser.ONE_PASS is False
+    want = chat_parsing.parse_response(text, template, prefix="")
+    assert want["z"] == ["old", False, False]
+    assert compiled.parse(text, prefix="") == want
