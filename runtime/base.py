@@ -346,7 +346,7 @@ class ParserBase:
                 if cut >= 0:
                     return self._feed_quiet(x, cut)
                 pending = self._pending
-                if pending is not None and still_pending(x, pending, quiet[0]):
+                if pending is not None and held and still_pending(x, pending, quiet[0]):
                     # a regex delimiter is still being written from the hold, and nothing
                     # else can commit before it ends: keep holding
                     self._held = x
