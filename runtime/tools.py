@@ -174,12 +174,12 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     """Map each tool's name to its parameters' schemas (``properties``).
 
     Dict tools are referenced, not copied, and a parameter's types are read from its
-    schema when an argument is cast (as the reference does); functions are converted
-    from their type hints here, so a hint that cannot be typed fails at once.
+    schema the first time the tool is called (see ``ToolTypes.casts``); functions are
+    converted from their type hints here, so a hint that cannot be typed fails at once.
     """
     table = ToolTypes()
     for tool in tools or ():
-        if inspect.isfunction(tool) or inspect.ismethod(tool):
+        if not isinstance(tool, dict) and (inspect.isfunction(tool) or inspect.ismethod(tool)):
             table[tool.__name__] = _function_properties(tool)
             continue
         fn = tool.get("function", tool) if isinstance(tool, dict) else None

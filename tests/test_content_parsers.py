@@ -587,3 +587,50 @@ def test_text_join_with_strip_false():
     got = respc.parse_response(text, copy.deepcopy(template), prefix="")
     assert_same(got, {"v": " a |b "})
     assert_same(got, ref_parse(text, copy.deepcopy(template), prefix=""))
+
+
+# --- the json decoder's fast path ---------------------------------------------------
+import json  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from respc.runtime.content import _MISS, _json_or_miss  # noqa: E402
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _json_like_texts(draw):
+    """Valid JSON with random whitespace around it, or broken and non-JSON text."""
+    text = json.dumps(draw(_json_values))
+    pad = st.sampled_from(["", " ", "\n", "\t ", "\r\n", "\x0b", "\ufeff", "\xa0"])
+    text = draw(pad) + text + draw(pad)
+    mutation = draw(st.integers(0, 4))
+    if mutation == 1 and text:
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut]
+    elif mutation == 2:
+        text += draw(st.sampled_from(["x", "}", " 1", "Z", ",", "]"]))
+    elif mutation == 3:
+        text = draw(st.text(alphabet='{}[]",:0123456789.-eE tfnrulasNIinfy\n', max_size=16))
+    return text
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(text=_json_like_texts())
+def test_json_fast_path_is_json_loads(text):
+    """_json_or_miss is json.loads on a str, with _MISS where that raises JSONDecodeError."""
+    try:
+        want = json.loads(text)
+    except json.JSONDecodeError:
+        want = _MISS
+    got = _json_or_miss(text)
+    if want is _MISS:
+        assert got is _MISS, text
+    else:
+        assert got is not _MISS and json.dumps(got) == json.dumps(want), text
