@@ -103,16 +103,13 @@ class State:
     watches: list[Watch] = dc_field(default_factory=list)
 
     @property
-    def fast(self) -> tuple[tuple[str, ...], bool, tuple[str, ...] | None] | None:
-        """(first characters, whitespace-led, literals) of all watches, when every one is
-        known; literals is every watched literal when all watches are literal, else None."""
+    def fast(self) -> tuple[tuple[str, ...], bool] | None:
+        """(first characters, whitespace-led) of all watches, when every one is known."""
         leads = [w.delim.lead for w in self.watches]
         if any(info is None for info in leads):
             return None
         firsts = sorted({c for info in leads for c in info.firsts})
-        literal_only = all(w.delim.is_literal for w in self.watches)
-        literals = tuple(dict.fromkeys(s for w in self.watches for s in w.delim.literals)) if literal_only else None
-        return tuple(firsts), any(info.ws for info in leads), literals
+        return tuple(firsts), any(info.ws for info in leads)
 
     @property
     def marks(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:

@@ -93,12 +93,7 @@ class Parser(_base.ParserBase):
     ONE_PASS = True
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = (
-        (("<",), False, ("<|END_THINKING|>",)),
-        (("<",), False, ("<|END_ACTION|>",)),
-        (("<",), False, ("<|END_RESPONSE|>",)),
-        (("<",), False, ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")),
-    )
+    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
     # per state: (the literals or required literal prefixes of every watched delimiter,
     # those of the whitespace-led ones); None: not all known
     MARKS = (

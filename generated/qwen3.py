@@ -99,12 +99,7 @@ class Parser(_base.ParserBase):
     ONE_PASS = True
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = (
-        (("<",), False, ("</think>",)),
-        (("<",), False, ("</tool_call>",)),
-        (("<",), True, None),
-        (("<",), True, None),
-    )
+    FAST = ((("<",), False), (("<",), False), (("<",), True), (("<",), True))
     # per state: (the literals or required literal prefixes of every watched delimiter,
     # those of the whitespace-led ones); None: not all known
     MARKS = (

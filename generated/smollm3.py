@@ -74,34 +74,7 @@ class Parser(_base.ParserBase):
     ONE_PASS = True
     # per state (fields in order, then the free state): the first characters of every
     # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = (
-        (("<",), False, ("</think>",)),
-        (("<",), False, ("</tool_call>",)),
-        (
-            ("\n", "<"),
-            False,
-            (
-                "<think>",
-                "\n\n<tool_call>",
-                "\n<tool_call>",
-                "<tool_call>",
-                "\n<|im_end|>",
-                "<|im_end|>",
-            ),
-        ),
-        (
-            ("\n", "<"),
-            False,
-            (
-                "<think>",
-                "\n\n<tool_call>",
-                "\n<tool_call>",
-                "<tool_call>",
-                "\n<|im_end|>",
-                "<|im_end|>",
-            ),
-        ),
-    )
+    FAST = ((("<",), False), (("<",), False), (("\n", "<"), False), (("\n", "<"), False))
     # per state: (the literals or required literal prefixes of every watched delimiter,
     # those of the whitespace-led ones); None: not all known
     MARKS = (

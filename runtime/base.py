@@ -162,9 +162,9 @@ class ParserBase:
         """Return the prefix from just after the last start anchor (all of it if there is none)."""
         raise NotImplementedError
 
-    #: per state: ``(first characters, whitespace lead, literals)`` of the watched delimiters
-    #: (literals: all of them when every one is literal, else None), or None: always scan
-    FAST: ClassVar[tuple[tuple[tuple[str, ...], bool, tuple[str, ...] | None] | None, ...]] = ()
+    #: per state: ``(first characters, whitespace lead)`` of the watched delimiters, or
+    #: None (some delimiter's start is not known): always scan
+    FAST: ClassVar[tuple[tuple[tuple[str, ...], bool] | None, ...]] = ()
     #: per state: ``(marks, whitespace-led marks)``: the literals and required literal
     #: prefixes of the watched delimiters (see ``quiet_cut``), or None
     MARKS: ClassVar[tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]] = ()
@@ -607,7 +607,7 @@ class ParserBase:
                 if fast is None:
                     firsts, ws, simple, first, second, quiet, pending = None, False, False, "", "", None, None
                 else:
-                    firsts, ws, _ = fast
+                    firsts, ws = fast
                     simple = cls.CONTEXT == 0 and cur >= 0
                     first, second = (firsts[0], firsts[-1]) if 0 < len(firsts) <= 2 else ("", "")
                     quiet = None if cls.CONTEXT else cls._QUIET[state]
