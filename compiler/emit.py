@@ -477,11 +477,10 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         scan_table.append(free_name if f.implicit else f"_state_{ident}")
     scan_table.append(free_name)
     free_state = ir.states[-1]
-    fast_table = tuple(free_state.fast if f.implicit else ir.states[f.index].fast for f in ir.fields)
-    fast_table += (free_state.fast,)
-    marks_table = tuple(free_state.marks if f.implicit else ir.states[f.index].marks for f in ir.fields)
-    marks_table += (free_state.marks,)
+    # per runtime state (fields in order, then the free state): the IR state it scans in
     state_of = [free_state if f.implicit else ir.states[f.index] for f in ir.fields] + [free_state]
+    fast_table = tuple(st.fast for st in state_of)
+    marks_table = tuple(st.marks for st in state_of)
     pending_table = [_pending_entry(st, regex_names) for st in state_of]
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
     return _environment().get_template("module.py.j2").render(

@@ -163,6 +163,7 @@ def lead(pattern: str) -> Lead | None:
     ws = ws_required = False
     all_ws = True
     firsts: set[str] = set()
+    prefixes: set[str] | None = set()  # None once one branch's prefixes are not known
     try:
         for branch in _split_alternatives(pattern):
             all_ws = all_ws and branch.startswith(("\\s*", "\\s+"))
@@ -176,19 +177,16 @@ def lead(pattern: str) -> Lead | None:
                     ws_required = ws_required or prefix == "\\s+"
                     break
             firsts |= _required_firsts(branch)
+            if prefixes is not None:
+                try:
+                    prefixes |= _required_prefixes(branch)
+                except (_Unknown, IndexError):
+                    prefixes = None
     except (_Unknown, IndexError):
         return None
     if ws and any(c.isspace() for c in firsts):
         return None  # keep the whitespace prefix rule simple
-    prefixes: set[str] = set()
-    try:
-        for branch in _split_alternatives(pattern):
-            for lead_ws in ("\\s*", "\\s+"):
-                if branch.startswith(lead_ws):
-                    branch = branch[len(lead_ws) :]
-                    break
-            prefixes |= _required_prefixes(branch)
-    except (_Unknown, IndexError):
+    if prefixes is None:
         prefixes = set(firsts)
     # a prefix that extends another adds nothing: keep the shortest
     kept = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))

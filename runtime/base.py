@@ -52,8 +52,8 @@ __all__ = [
     "partial_start",
     "partial_start_any",
     "prefix_partial",
-    "Quiet",
     "quiet_cut",
+    "quiet_table",
     "still_pending",
     "ws_run_end",
     "ws_run_start",
@@ -177,13 +177,13 @@ class ParserBase:
     MEMO_TAILS: ClassVar[tuple[str, ...]] = ()
 
     #: per state: MARKS prepared for quiet_cut (filled in for each generated class)
-    _QUIET: ClassVar[tuple[Quiet | None, ...]] = ()
+    _QUIET: ClassVar[tuple[tuple | None, ...]] = ()
     #: per state: what entering it sets (see _modes)
     _MODES: ClassVar[tuple[tuple, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._QUIET = tuple(None if marks is None else Quiet(marks) for marks in cls.MARKS)
+        cls._QUIET = tuple(None if marks is None else quiet_table(marks) for marks in cls.MARKS)
 
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
@@ -228,42 +228,36 @@ class ParserBase:
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
-        if text.__class__ is str and self._q1 not in text and self._q2 not in text and text:
-            # The quickest path, armed by _arm() (``_q1`` is "" otherwise, which is in
-            # every string): a region is open, no context is kept, nothing but whitespace
-            # is held, and neither of the (one or two) characters the watched delimiters
-            # start with is in this chunk. So nothing can commit; all of it goes into the
-            # region, except a whitespace tail a whitespace-led delimiter may grow from.
-            held = self._held
-            if held:
-                text = held + text
-                self._held = ""
-            if self._ws and text[-1] in REGEX_WS:
-                cut = ws_run_start(text, 0, len(text))
-                self._held = text[cut:]
-                if not cut:
-                    return []
-                text = text[:cut]
-            event = self._event
-            if event is None:
-                self._done += len(text)  # the null region: text outside every field is dropped
-                return []
-            parts = self._parts
-            parts.append(text)  # counted into _done later (see _settle)
-            if len(parts) > 64:  # _MERGE_PARTS
-                self._compact()
-            event = event.copy()
-            event["text"] = text
-            return [event]
-        quiet = self._qq
-        if quiet is not None and text.__class__ is str and text:
-            # The quiet path, armed by _arm() as well: a delimiter may start in this
-            # chunk, but unless one of the watched delimiters' marks occurs, nothing can
-            # commit (see quiet_cut): emit up to where one may still be being written.
-            held = self._held
-            x = held + text if held else text
-            cut = quiet_cut(x, quiet)
-            if cut >= 0:
+        if text.__class__ is str and text:
+            if self._q1 not in text and self._q2 not in text:
+                # The quickest path, armed by _arm() (``_q1`` is "" otherwise, which is in
+                # every string): a region is open, no context is kept, nothing but
+                # whitespace is held, and neither of the (one or two) characters the
+                # watched delimiters start with is in this chunk. So nothing can commit;
+                # all of it goes into the region, except a whitespace tail a
+                # whitespace-led delimiter may grow from.
+                held = self._held
+                if held:
+                    text = held + text
+                    self._held = ""
+                if self._ws and text[-1] in REGEX_WS:
+                    cut = ws_run_start(text, 0, len(text))
+                    self._held = text[cut:]
+                    if not cut:
+                        return []
+                    text = text[:cut]
+            else:
+                quiet = self._qq
+                if quiet is None:
+                    return self._feed_scanning(text)
+                # The quiet path, armed by _arm() as well: a delimiter may start in this
+                # chunk, but unless one of the watched delimiters' marks occurs, nothing
+                # can commit (see quiet_cut): emit up to where one may still be written.
+                held = self._held
+                x = held + text if held else text
+                cut = quiet_cut(x, quiet)
+                if cut < 0:
+                    return self._feed_scanning(text)
                 if cut < len(x):
                     held = self._held = x[cut:]
                     first = self._first
@@ -279,17 +273,23 @@ class ParserBase:
                     self._held = ""
                     self._q1 = self._first
                     self._q2 = self._second
-                event = self._event
-                if event is None:
-                    self._done += len(x)  # the null region: text outside every field is dropped
-                    return []
-                parts = self._parts
-                parts.append(x)  # counted into _done later (see _settle)
-                if len(parts) > 64:  # _MERGE_PARTS
-                    self._compact()
-                event = event.copy()
-                event["text"] = x
-                return [event]
+                text = x
+            # Either way ``text`` goes into the open region now.
+            event = self._event
+            if event is None:
+                self._done += len(text)  # the null region: text outside every field is dropped
+                return []
+            parts = self._parts
+            parts.append(text)  # counted into _done later (see _settle)
+            if len(parts) > 64:  # _MERGE_PARTS
+                self._compact()
+            event = event.copy()
+            event["text"] = text
+            return [event]
+        return self._feed_scanning(text)
+
+    def _feed_scanning(self, text: str) -> list[dict]:
+        """feed's general path: the other shortcuts, else a scan (see _feed)."""
         self._settle()
         try:
             return self._feed(text)
@@ -333,13 +333,8 @@ class ParserBase:
                         self._held = ""
                     return [{"type": "region_chunk", "field": self._name, "text": x, "dirty": self._dirty}]
                 return self._feed_quiet(x)
-            quiet = self._quiet
-            if (
-                quiet is not None
-                and not self._more
-                and not self._more_blocks
-                and (not self.MEMOS or self._memo.count(None) == self.MEMOS)
-            ):
+            quiet = self._quiet_now()
+            if quiet is not None:
                 # No watched delimiter can complete unless one of its marks occurs; when
                 # none does, emit up to where one may still be being written.
                 cut = quiet_cut(x, quiet)
@@ -367,13 +362,17 @@ class ParserBase:
                 self._q2 = self._second
             else:
                 self._q1 = ""
-            if self._quiet is not None and not self._more and (not self.MEMOS or self._memo.count(None) == self.MEMOS):
-                self._qq = self._quiet
-            else:
-                self._qq = None
+            self._qq = self._quiet_now()
         else:
             self._q1 = ""
             self._qq = None
+
+    def _quiet_now(self) -> tuple | None:
+        """The state's quiet_cut table, when quiet_cut may answer now: no text is collected
+        behind a stable hold and no held-regex memo is kept (their scans must run)."""
+        if self._more or self._more_blocks or (self.MEMOS and self._memo.count(None) != self.MEMOS):
+            return None
+        return self._quiet
 
     def _feed_quiet(self, x: str, cut: int = -1) -> list[dict]:
         """The fast path's general case: nothing in ``x`` (held text + chunk) can commit;
@@ -687,23 +686,19 @@ def partial_start(buf: str, pos: int, lit: str) -> int:
         i += 1
 
 
-class Quiet(tuple):
-    """A state's marks, prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
+def quiet_table(marks: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple:
+    """A state's MARKS prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
     whitespace-led prefixes, first characters, longest mark)``, where the prefix sets
     hold every proper beginning of a direct / whitespace-led mark."""
-
-    __slots__ = ()
-
-    def __new__(cls, marks: tuple[tuple[str, ...], tuple[str, ...]]) -> "Quiet":
-        direct, ws_led = marks
-        every = tuple(dict.fromkeys(direct + ws_led))
-        direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
-        ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
-        firsts = "".join(sorted({m[0] for m in every}))
-        return super().__new__(cls, (every, direct_prefixes, ws_prefixes, firsts, max(map(len, every))))
+    direct, ws_led = marks
+    every = tuple(dict.fromkeys(direct + ws_led))
+    direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
+    ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
+    firsts = "".join(sorted({m[0] for m in every}))
+    return every, direct_prefixes, ws_prefixes, firsts, max(map(len, every))
 
 
-def quiet_cut(x: str, quiet: Quiet) -> int:
+def quiet_cut(x: str, quiet: tuple) -> int:
     """Where the scan of ``x`` (held text plus a chunk) would hold, when it can commit
     nothing; -1 when it may (then scan).
 

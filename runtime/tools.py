@@ -45,13 +45,6 @@ class ToolTypes(dict):
             properties = self.get(name)
             if properties:
                 for key, schema in properties.items():
-                    if schema.__class__ is dict:
-                        declared = schema.get("type")
-                        if declared.__class__ is str and _UNIONS.isdisjoint(schema):
-                            # the common shape: one declared type and nothing else that adds one
-                            if declared in _CASTABLE:
-                                found[key] = (declared,)
-                            continue
                     kinds = schema_types(schema)
                     if not _CASTABLE.isdisjoint(kinds):
                         found[key] = kinds
@@ -81,6 +74,8 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     if not isinstance(schema, dict):
         return ()
     declared = schema.get("type")
+    if declared.__class__ is str and _UNIONS.isdisjoint(schema):
+        return (declared,)  # the common shape: one declared type, nothing that adds one
     found: list[str] = []
     if isinstance(declared, str):
         found.append(declared)
