@@ -179,10 +179,19 @@ class _ScanWriter:
             self.emit(f"return {entry}", level + 1)
         elif self.first:
             self.emit(f"best = {entry}", level)
+            self.emit(f"lim = {start}", level)
         else:
             longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
             self.emit(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):", level)
             self.emit(f"best = {entry}", level + 1)
+            self.emit(f"lim = {start}", level + 1)
+
+    def find(self, lit: str, top: str = "lim") -> str:
+        """``buf.find(lit, pos)``; past the first watch, only up to where an occurrence could
+        still beat the best candidate (start before it, or at it and be longer)."""
+        if self.single or self.first:
+            return f"buf.find({literal(lit)}, pos)"
+        return f"buf.find({literal(lit)}, pos, {top} + {len(lit)})"
 
     def _find_first(self, firsts: list[str], start: str, level: int) -> None:
         """``i`` = the first position >= ``start`` holding one of ``firsts`` (-1: none)."""
@@ -284,7 +293,7 @@ class _ScanWriter:
         match_arg = "m" if (w.is_open and d.groups) else "None"
         if d.kind == "literal":
             lit = d.literals[0]
-            self.emit(f"i = buf.find({literal(lit)}, pos)")
+            self.emit(f"i = {self.find(lit)}")
             self.emit("if i >= 0:")
             self.candidate("i", f"i + {len(lit)}", w.action, "None", 1, str(len(lit)))
             if len(lit) > 1:  # a one-character literal has no partial form
@@ -297,8 +306,13 @@ class _ScanWriter:
                 self.emit("hold = i", 3)
         elif d.kind == "literal_set":
             self.emit("s = -1")
+            if not (self.single or self.first):
+                # Only at end of stream: a literal of the set found after the best candidate
+                # keeps the partial check below from lowering the hold, and while streaming
+                # that check could reach before the best candidate.
+                self.emit("top = lim if eos else n")
             for lit in d.literals:  # longest first: at one position the longest wins
-                self.emit(f"i = buf.find({literal(lit)}, pos)")
+                self.emit(f"i = {self.find(lit, 'top')}")
                 self.emit("if i >= 0 and (s < 0 or i < s):")
                 self.emit(f"s, e = i, i + {len(lit)}", 1)
             self.emit("if s >= 0:")
@@ -369,6 +383,7 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
         writer.single = len(s.watches) == 1
         if not writer.single:
             writer.emit("best = None")
+            writer.emit("lim = n  # where the best candidate starts")
         for w in s.watches:
             writer.watch(w, s.free)
         if not writer.single:

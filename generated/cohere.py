@@ -185,10 +185,12 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         best = None
+        lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <|START_RESPONSE|>
         i = buf.find("<|START_RESPONSE|>", pos)
         if i >= 0:
             best = (i, i + 18, 2, None)
+            lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <|START_RESPONSE|>
             i = buf.find("<", n - 17 if n - 17 > pos else pos)
@@ -197,10 +199,11 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
-        i = buf.find("<|START_THINKING|>", pos)
+        i = buf.find("<|START_THINKING|>", pos, lim + 18)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 18 > best[1] - best[0]):
                 best = (i, i + 18, 0, None)
+                lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <|START_THINKING|>
             i = buf.find("<", n - 17 if n - 17 > pos else pos)
@@ -209,10 +212,11 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
-        i = buf.find("<|START_ACTION|>", pos)
+        i = buf.find("<|START_ACTION|>", pos, lim + 16)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 16 > best[1] - best[0]):
                 best = (i, i + 16, 1, None)
+                lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <|START_ACTION|>
             i = buf.find("<", n - 15 if n - 15 > pos else pos)

@@ -205,6 +205,7 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         best = None
+        lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal set <|channel|>commentary<|message|>, <|channel|>final<|message|>
         s = -1
         i = buf.find("<|channel|>commentary<|message|>", pos)
@@ -215,6 +216,7 @@ class Parser(_base.ParserBase):
             s, e = i, i + 27
         if s >= 0:
             best = (s, e, 2, None)
+            lim = s
         elif not eos:
             j = n - 31 if n - 31 > pos else pos
             if buf.find("<", j) >= 0:
@@ -224,10 +226,11 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
-        i = buf.find("<|channel|>analysis<|message|>", pos)
+        i = buf.find("<|channel|>analysis<|message|>", pos, lim + 30)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 30 > best[1] - best[0]):
                 best = (i, i + 30, 0, None)
+                lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <|channel|>analysis<|message|>
             i = buf.find("<", n - 29 if n - 29 > pos else pos)
@@ -290,6 +293,7 @@ class Parser(_base.ParserBase):
             else:
                 if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                     best = (s, e, 1, m)
+                    lim = s
         if best is not None and best[0] < hold:
             return best
         return hold

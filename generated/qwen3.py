@@ -179,10 +179,12 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         best = None
+        lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
         i = buf.find("<think>", pos)
         if i >= 0:
             best = (i, i + 7, 0, None)
+            lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <think>
             i = buf.find("<", n - 6 if n - 6 > pos else pos)
@@ -226,6 +228,7 @@ class Parser(_base.ParserBase):
             else:
                 if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                     best = (s, e, 1, m)
+                    lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)
         # every match is whitespace, then one of: <; try the regex only there
         m = None
@@ -264,6 +267,7 @@ class Parser(_base.ParserBase):
             else:
                 if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                     best = (s, e, -1, None)
+                    lim = s
         if best is not None and best[0] < hold:
             return best
         return hold

@@ -168,10 +168,12 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         best = None
+        lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
         i = buf.find("<think>", pos)
         if i >= 0:
             best = (i, i + 7, 0, None)
+            lim = i
         elif not eos:
             # held: a tail of the buffer that may grow into <think>
             i = buf.find("<", n - 6 if n - 6 > pos else pos)
@@ -181,18 +183,20 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal set \n\n<tool_call>, \n<tool_call>, <tool_call>
         s = -1
-        i = buf.find("\n\n<tool_call>", pos)
+        top = lim if eos else n
+        i = buf.find("\n\n<tool_call>", pos, top + 13)
         if i >= 0 and (s < 0 or i < s):
             s, e = i, i + 13
-        i = buf.find("\n<tool_call>", pos)
+        i = buf.find("\n<tool_call>", pos, top + 12)
         if i >= 0 and (s < 0 or i < s):
             s, e = i, i + 12
-        i = buf.find("<tool_call>", pos)
+        i = buf.find("<tool_call>", pos, top + 11)
         if i >= 0 and (s < 0 or i < s):
             s, e = i, i + 11
         if s >= 0:
             if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                 best = (s, e, 1, None)
+                lim = s
         elif not eos:
             j = n - 12 if n - 12 > pos else pos
             if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:
@@ -203,15 +207,17 @@ class Parser(_base.ParserBase):
                     hold = i
         # close content -- fields.content.close: literal set \n<|im_end|>, <|im_end|>
         s = -1
-        i = buf.find("\n<|im_end|>", pos)
+        top = lim if eos else n
+        i = buf.find("\n<|im_end|>", pos, top + 11)
         if i >= 0 and (s < 0 or i < s):
             s, e = i, i + 11
-        i = buf.find("<|im_end|>", pos)
+        i = buf.find("<|im_end|>", pos, top + 10)
         if i >= 0 and (s < 0 or i < s):
             s, e = i, i + 10
         if s >= 0:
             if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
                 best = (s, e, -1, None)
+                lim = s
         elif not eos:
             j = n - 10 if n - 10 > pos else pos
             if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:

@@ -62,7 +62,7 @@ class CompiledTemplate:
         if isinstance(text, str):
             if not isinstance(prefix, str):
                 raise ValueError("prefix must be a str when text is a single str (a list of prefixes goes with a list of texts)")
-            return Parser(prefix, tools=tools).parse_rest(text)
+            return Parser.parse_whole(prefix, text, tools)
         if not isinstance(text, (list, tuple)):
             raise TypeError(f"text must be a str or a list of str, got {type(text).__name__}")
         if isinstance(prefix, str):
@@ -80,7 +80,7 @@ class CompiledTemplate:
         for item, item_prefix in zip(text, prefixes):
             if item_prefix is None:
                 raise ValueError(PREFIX_REQUIRED)
-            out.append(Parser(item_prefix, tools=tools).parse_rest(item))
+            out.append(Parser.parse_whole(item_prefix, item, tools))
         return out
 
     def __repr__(self) -> str:

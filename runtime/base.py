@@ -424,15 +424,98 @@ class ParserBase:
         self._process(None, True, text if text else "")  # None: no events to build
         return self._message()
 
+    @classmethod
+    def parse_whole(cls, prefix: str | None, text: str, tools: Iterable[dict | Callable] | None = None) -> dict:
+        """The message of a whole output: what ``cls(prefix, tools=tools)``, ``feed(text)``
+        and ``finalize()`` give, without building a streaming parser or any event.
+
+        The (cut) prefix is scanned as a feed would scan it, then the text once at end of
+        stream (see ``parse_rest``); a region's body is the slice of the input between
+        its delimiters. Templates with ``\\G`` take the streaming parser's way.
+        """
+        if prefix is None:
+            raise ValueError(PREFIX_REQUIRED)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        if not cls.ONE_PASS:
+            return cls(prefix, tools=tools).parse_rest(text)
+        # Only what the generated scans read lives on the instance (_off, _ban, _memo).
+        self = cls.__new__(cls)
+        self._ban = -1
+        self._memo = [None] * cls.MEMOS
+        table = tool_types(tools) if tools else None
+        out = cls.new_defaults()
+        scans, finish, typed, joins, repeats = cls.SCANS, cls.FINISH, cls.TYPED, cls.JOIN, cls.REPEATS
+        free = len(cls.FIELDS)
+        implicit = cls.IMPLICIT
+        keep = cls.CONTEXT
+        state, cur, opened, opened_at, caps = free, implicit, False, -1, {}
+        head = ""  # the open region's body taken from the prefix
+        ctx = held = ""
+        done = 0
+        for chunk, eos in ((cls.cut_prefix(prefix) if prefix else "", False), (text, True)):
+            if not (chunk or eos):
+                continue  # no prefix left to scan
+            buf = ctx + held + chunk if (ctx or held) else chunk
+            pos = start = len(ctx)
+            off = self._off = done - start
+            n = len(buf)
+            while True:
+                found = scans[state](self, buf, pos, eos)
+                if found.__class__ is int:
+                    if not eos:  # the end of the prefix: hold from ``found`` on
+                        if found > pos:
+                            if cur >= 0:
+                                opened = True
+                                head += buf[pos:found]
+                            pos = found
+                        break
+                    begin = end = n
+                    action = None
+                else:
+                    begin, end, action, match = found
+                had_content = opened = opened or (begin > pos and cur >= 0)
+                if action == CLOSE and begin == end and opened_at == begin + off:
+                    self._ban = begin + off  # the progress rule (see _process)
+                if opened:  # close the open region into its value
+                    value = finish[cur](head + buf[pos:begin] if head else buf[pos:begin], caps)
+                    if table and typed[cur]:
+                        value = coerce_value(value, table)
+                    name = cls.FIELDS[cur]
+                    join = joins[cur]
+                    if join is not None:
+                        if not isinstance(value, str):
+                            raise ValueError(
+                                f"field {name!r}: 'join' needs every block to parse to a string, "
+                                f"got {type(value).__name__}"
+                            )
+                        previous = out.get(name)
+                        out[name] = value if previous is None else previous + join + value
+                    elif repeats[cur]:
+                        out.setdefault(name, []).append(value)
+                    else:
+                        out[name] = value
+                    head = ""
+                pos = end
+                if action is None:
+                    break
+                if action >= 0:
+                    state = cur = action
+                    caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+                    opened = True
+                    opened_at = begin + off if begin == end else -1
+                else:
+                    state, cur, opened, opened_at, caps = free, implicit, False, -1, {}
+                    if not had_content and begin == end:
+                        break  # the reference's guard (see _process)
+            cut = 0 if keep < 0 else (pos - keep if pos > keep else 0)
+            ctx = buf[cut:pos]
+            held = buf[pos:]
+            done += pos - start
+        return _final_message(cls, out)
+
     def _message(self) -> dict:
-        out = self._out
-        missing = [name for name in self.REQUIRED if name not in out]
-        if missing:
-            raise ValueError(
-                f"required field(s) {missing} (optional: false) did not appear in the parsed output"
-            )
-        defaults = self.DEFAULTS
-        self._out = {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
+        self._out = _final_message(self, self._out)
         self._finalized = True
         self._firsts = self._quiet = self._qq = None
         self._q1 = ""
@@ -650,6 +733,16 @@ class ParserBase:
         self._big.clear()
         self._opened = False
         self._opened_at = -1
+
+def _final_message(parser: Any, out: dict) -> dict:
+    """The message: ``out`` less the empty values of fields not in the defaults, once every
+    required field is known to be there."""
+    missing = [name for name in parser.REQUIRED if name not in out]
+    if missing:
+        raise ValueError(f"required field(s) {missing} (optional: false) did not appear in the parsed output")
+    defaults = parser.DEFAULTS
+    return {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
+
 
 #: The characters the regex module's ``\s`` matches (Unicode White_Space).
 REGEX_WS = frozenset(

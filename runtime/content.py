@@ -50,6 +50,10 @@ _UNQUOTED_KEY = regex.compile(r"(?<=[{,])(\w+):")
 _MISS = object()
 _SCAN = json.JSONDecoder().scan_once
 _JSON_WS = json.decoder.WHITESPACE.match
+#: the whitespace json skips around a value, and the characters a value can start with
+#: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
+_JSON_SPACE = frozenset(" \t\n\r")
+_JSON_FIRST = frozenset('{["-0123456789tfnNI')
 
 
 def _json_or_miss(text: str) -> Any:
@@ -60,15 +64,24 @@ def _json_or_miss(text: str) -> Any:
     for text that is not JSON (model output often is not: a SQL query, a date).
     Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads``.
     """
-    if text.startswith("\ufeff"):
+    if not text:
         return _MISS
+    start = 0
+    first = text[0]
+    if first in _JSON_SPACE:
+        start = _JSON_WS(text, 0).end()
+        if start == len(text):
+            return _MISS
+        first = text[start]
+    if first not in _JSON_FIRST:
+        return _MISS  # no JSON value starts so (a BOM neither): what json.loads rejects
     try:
-        value, end = _SCAN(text, _JSON_WS(text, 0).end())
+        value, end = _SCAN(text, start)
     except StopIteration:
         return _MISS
     except json.JSONDecodeError:
         return _MISS
-    if _JSON_WS(text, end).end() != len(text):
+    if end != len(text) and _JSON_WS(text, end).end() != len(text):
         return _MISS
     return value
 
@@ -194,20 +207,21 @@ def _tag_matches(
     pattern is asked from that position (it may still match another way, or not at all).
     """
     full = regex.compile(tag_pattern, regex.DOTALL)
-    has_key = "key" in full.groupindex
-    has_value = "value" in full.groupindex
+    # groups by number: a regex match looks a name up several times slower
+    key_group = full.groupindex.get("key")
+    value_group = full.groupindex.get("value")
 
     def pair(match: Any) -> tuple[Any, Any]:
         return (
-            match.group("key") if has_key else None,
-            match.group("value") if has_value else "",
+            None if key_group is None else match.group(key_group),
+            "" if value_group is None else match.group(value_group),
         )
 
     if tag_split is None:
         return lambda text: [pair(match) for match in full.finditer(text)]
     head = regex.compile(tag_split[0], regex.DOTALL)
     head_search = head.search
-    head_key = "key" in head.groupindex
+    head_key = head.groupindex.get("key")
     ws, tail = tag_split[1], tag_split[2]
     full_search = full.search
     step = len(tail)
@@ -233,7 +247,7 @@ def _tag_matches(
             if ws:
                 while end > value_start and text[end - 1] in _WS:
                     end -= 1
-            found.append((match.group("key") if head_key else None, text[value_start:end]))
+            found.append((None if head_key is None else match.group(head_key), text[value_start:end]))
             pos = at + step
 
     return matches

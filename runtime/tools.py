@@ -24,32 +24,12 @@ __all__ = ["ToolTypes", "tool_types", "coerce_value"]
 
 
 class ToolTypes(dict):
-    """Tool name -> its parameters' JSON schemas (``properties``).
+    """Tool name -> its parameters' JSON schemas (``properties``), as ``tool_types`` reads
+    them from the request's tools. Schemas are read when a call's argument is cast (see
+    ``coerce_value``), and only for arguments that are strings."""
 
-    ``casts(name)`` gives, per parameter of that tool whose schema admits a type a
-    string can be cast to, the JSON types in the order casting tries them; it is
-    worked out on the tool's first call and kept for the parser's life (a parser
-    reads the request's tools once, as it starts).
-    """
+    __slots__ = ()
 
-    __slots__ = ("_casts",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._casts: dict[str, dict[str, tuple[str, ...]]] = {}
-
-    def casts(self, name: str) -> dict[str, tuple[str, ...]]:
-        found = self._casts.get(name)
-        if found is None:
-            found = {}
-            properties = self.get(name)
-            if properties:
-                for key, schema in properties.items():
-                    kinds = schema_types(schema)
-                    if not _CASTABLE.isdisjoint(kinds):
-                        found[key] = kinds
-            self._casts[name] = found
-        return found
 
 _INF = float("inf")
 #: the JSON types ``_cast`` can turn a string into (any other type leaves it as it is)
@@ -219,7 +199,12 @@ def _cast(raw: str, kinds: tuple[str, ...]) -> Any:
 
 
 def coerce_value(value: Any, table: ToolTypes) -> Any:
-    """Cast the string arguments of every tool call in ``value`` (in place), and return it."""
+    """Cast the string arguments of every tool call in ``value`` (in place), and return it.
+
+    Only arguments that are strings (or lists, which xml-inline's ``merge_duplicates``
+    builds) are looked up in their schema; the common schema, one declared type and no
+    union, is read inline.
+    """
     if isinstance(value, list):
         return [coerce_value(item, table) for item in value]
     fn = value.get("function") if isinstance(value, dict) else None
@@ -228,15 +213,24 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    casts = table.casts(name)
-    if casts:
-        for key, argument in arguments.items():
-            kinds = casts.get(key)
-            if kinds is None:
-                continue
-            if isinstance(argument, str):
+    properties = table.get(name)
+    if not properties:
+        return value
+    for key, argument in arguments.items():
+        if isinstance(argument, str):
+            schema = properties.get(key)
+            if schema.__class__ is dict:
+                declared = schema.get("type")
+                if declared.__class__ is str and _UNIONS.isdisjoint(schema):
+                    if declared in _CASTABLE:
+                        arguments[key] = _cast(argument, (declared,))
+                    continue
+            kinds = schema_types(schema)
+            if not _CASTABLE.isdisjoint(kinds):
                 arguments[key] = _cast(argument, kinds)
-            elif isinstance(argument, list) and "array" not in kinds:
+        elif isinstance(argument, list):
+            kinds = schema_types(properties.get(key))
+            if not _CASTABLE.isdisjoint(kinds) and "array" not in kinds:
                 # repeated keys collected by xml-inline's merge_duplicates
                 arguments[key] = [_cast(item, kinds) if isinstance(item, str) else item for item in argument]
     return value
