@@ -253,21 +253,13 @@ class Parser(_base.ParserBase):
             if memo[0] - self._off < hold:
                 hold = memo[0] - self._off
         else:
-            # every match is one of: <; try the regex only there
+            # every match is one of: <|channel|>commentary to=functions.; try the regex only there
             m = None
             bound = hold if best is None or best[0] > hold else best[0]
-            i = buf.find("<", pos)
+            i = buf.find("<|channel|>commentary to=functions.", pos)
             while i >= 0:
                 if i > bound and m is None:
                     break
-                if not buf.startswith("<|channel|>commentary to=functions.", i) and (
-                    eos
-                    or n - i >= 35
-                    or not _base.prefix_partial(buf, i, ("<|channel|>commentary to=functions.",))
-                ):
-                    # no match, whole or partial, can start here: it would begin with one of these
-                    i = buf.find("<", i + 1)
-                    continue
                 c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
                 if c is not None:
                     if not c.partial:
@@ -275,7 +267,18 @@ class Parser(_base.ParserBase):
                         break
                     if m is None:
                         m = c  # the leftmost partial one, unless a complete one follows
-                i = buf.find("<", i + 1)
+                i = buf.find("<|channel|>commentary to=functions.", i + 1)
+            if not eos and (m is None or m.partial):
+                # the buffer may end in a prefix being written: a candidate after those above,
+                # which counts if it comes before a partial match found there
+                i = _base.partial_start_any(
+                    buf, n - 34 if n - 34 > pos else pos, ("<|channel|>commentary to=functions.",)
+                )
+                if i < n and (m is None or i < m.start()):
+                    if i <= bound:
+                        c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
+                        if c is not None:
+                            m = c
             if m is not None and m.partial:
                 # remember the held match once its head <\\|channel\\|>commentary to=functions\\.(?P<name>\\w+) has matched
                 self._memo[0] = (

@@ -193,20 +193,14 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>\\s*<function=(?P<name>\\w+)>
-        # every match is whitespace, then one of: <; try the regex only there
+        # every match is whitespace, then one of: <tool_call>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        i = buf.find("<", pos)
+        i = buf.find("<tool_call>", pos)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
-            if not buf.startswith("<tool_call>", i) and (
-                eos or n - i >= 11 or not _base.prefix_partial(buf, i, ("<tool_call>",))
-            ):
-                # no match, whole or partial, can start here: it would begin with one of these
-                i = buf.find("<", i + 1)
-                continue
             c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
             if c is not None:
                 if not c.partial:
@@ -214,7 +208,17 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<", i + 1)
+            i = buf.find("<tool_call>", i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _base.partial_start_any(buf, n - 10 if n - 10 > pos else pos, ("<tool_call>",))
+            if i < n and (m is None or i < m.start()):
+                j = _base.ws_run_start(buf, pos, i)
+                if j <= bound:
+                    c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
+                    if c is not None:
+                        m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
             i = _base.ws_run_start(buf, pos, n)
@@ -230,22 +234,17 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, m)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)
-        # every match is whitespace, then one of: <; try the regex only there
+        # every match is whitespace, then one of: <|endoftext|>, <|im_end|>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        i = buf.find("<", pos)
+        i = buf.find("<|endoftext|>", pos)
+        j = buf.find("<|im_end|>", pos)
+        if j >= 0 and (i < 0 or j < i):
+            i = j
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
-            if not buf.startswith(("<|endoftext|>", "<|im_end|>"), i) and (
-                eos
-                or n - i >= 13
-                or not _base.prefix_partial(buf, i, ("<|endoftext|>", "<|im_end|>"))
-            ):
-                # no match, whole or partial, can start here: it would begin with one of these
-                i = buf.find("<", i + 1)
-                continue
             c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
             if c is not None:
                 if not c.partial:
@@ -253,7 +252,23 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<", i + 1)
+            k = i + 1
+            i = buf.find("<|endoftext|>", k)
+            j = buf.find("<|im_end|>", k)
+            if j >= 0 and (i < 0 or j < i):
+                i = j
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _base.partial_start_any(
+                buf, n - 12 if n - 12 > pos else pos, ("<|endoftext|>", "<|im_end|>")
+            )
+            if i < n and (m is None or i < m.start()):
+                j = _base.ws_run_start(buf, pos, i)
+                if j <= bound:
+                    c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
+                    if c is not None:
+                        m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
             i = _base.ws_run_start(buf, pos, n)

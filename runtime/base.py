@@ -781,14 +781,15 @@ def partial_start(buf: str, pos: int, lit: str) -> int:
 
 def quiet_table(marks: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple:
     """A state's MARKS prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
-    whitespace-led prefixes, first characters, longest mark)``, where the prefix sets
-    hold every proper beginning of a direct / whitespace-led mark."""
+    whitespace-led prefixes, first characters, longest mark, any whitespace-led mark)``,
+    where the prefix sets hold every proper beginning of a direct / whitespace-led mark
+    (a one-character mark has none)."""
     direct, ws_led = marks
     every = tuple(dict.fromkeys(direct + ws_led))
     direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
     ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
     firsts = "".join(sorted({m[0] for m in every}))
-    return every, direct_prefixes, ws_prefixes, firsts, max(map(len, every))
+    return every, direct_prefixes, ws_prefixes, firsts, max(map(len, every)), bool(ws_led)
 
 
 def quiet_cut(x: str, quiet: tuple) -> int:
@@ -803,7 +804,7 @@ def quiet_cut(x: str, quiet: tuple) -> int:
     (from the whitespace before it, for a whitespace-led one), or in a trailing
     whitespace run a whitespace-led one may still grow from.
     """
-    every, direct, ws_led, firsts, longest = quiet
+    every, direct, ws_led, firsts, longest, ws_lead = quiet
     for mark in every:
         if mark in x:
             return -1
@@ -823,7 +824,7 @@ def quiet_cut(x: str, quiet: tuple) -> int:
                 cut = i
                 break
             i = x.find(c, i + 1)
-    if ws_led and x[-1] in REGEX_WS:
+    if ws_lead and x[-1] in REGEX_WS:
         i = ws_run_start(x, 0, n)
         if i < cut:
             cut = i

@@ -163,8 +163,26 @@ def test_one_pass_parse_equals_feed_then_finalize(name, cut):
     assert chat_parsing.parse_response(text, template, prefix=prefix) == want
 
 
+#: templates whose marks the bundled ones lack: one-character marks, whitespace-led
+#: and not (differential seed 101 found quiet_cut ignoring a lone whitespace-led one)
+_MARK_TEMPLATES = {
+    "one_char_ws_led": {
+        "fields": {"content": {"close": "\n", "open_pattern": "\\s*E"}, "y": {"close": "<|s|>"}},
+        "start_anchor_pattern": "x*",
+    },
+    "one_char_direct": {
+        "start_anchor": "<s>",
+        "fields": {
+            "a": {"open": "@", "close": "#"},
+            "b": {"open_pattern": "\\s*<b>", "close": "\n"},
+            "content": {"close": "<e>"},
+        },
+    },
+}
+
+
 def _state_scans(name):
-    compiled = respc.compile_template(_bundled(name))
+    compiled = respc.compile_template(_MARK_TEMPLATES.get(name) or _bundled(name))
     Parser = compiled.Parser
     parser = Parser("")
     Parser._modes()
@@ -173,7 +191,7 @@ def _state_scans(name):
             yield parser, Parser.SCANS[state], quiet, Parser.PENDING[state]
 
 
-@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere"])
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere", *_MARK_TEMPLATES])
 def test_quiet_cut_and_still_pending_agree_with_the_scan(name):
     """Where quiet_cut answers (no mark occurs), the generated scan holds from the same
     position and commits nothing; where still_pending says so, the scan holds it all.
@@ -217,3 +235,39 @@ def test_one_shot_with_G_anchor_feeds_and_finalizes():
     want = chat_parsing.parse_response(text, template, prefix="")
     assert want["z"] == ["old", False, False]
     assert compiled.parse(text, prefix="") == want
+
+
+def test_prefix_being_written_at_the_end_before_a_partial_match_of_a_shorter_prefix():
+    """A regex whose matches start with '<a<bc' or '<b': when the buffer ends in '<a<b',
+    the scan finds the partial match at '<b' by its prefix, but the earlier '<a<b' (a
+    proper beginning of the other prefix) is the leftmost partial match and holds."""
+    template = {
+        "start_anchor": "<s>",
+        "fields": {
+            "call": {"open_pattern": r"(?:<a<bc|<b)x(?P<n>\w)", "close": "</c>", "transform": {"k": "{n}"}},
+            "content": {"close": "<end>"},
+        },
+    }
+    text = "hi <a<bcxq body</c> then <bxz more</c> and <a<b<end>"
+    message = _compare(template, text, sizes=(1, 2, 3, 4, 5, 6, 8))
+    assert message["call"] == {"k": "z"}
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "<|im_start|>assistant\n<think>\nalready thinking",  # the body starts in the prefix
+        "<|im_start|>assistant\n<think>\nalready thinking</thi",  # ... and a delimiter too
+        "<|im_start|>assistant\nsome content \n",  # the implicit field, a held whitespace tail
+        "<|im_start|>assistant\n<tool_call>\n<function=f>\n<parameter=a>\n1",  # a tool call
+        "no anchor at all <think>",
+    ],
+)
+def test_whole_parse_continues_what_the_prefix_started(prefix):
+    """parse (ParserBase.parse_whole) scans the prefix as a feed would, then the text: a
+    region opened in the prefix keeps its body from there."""
+    template = _bundled("qwen3")
+    text = "nk>\nmore</think>answer\n<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>"
+    for piece in (text, text[3:], text[text.find("answer"):], ""):
+        want = chat_parsing.parse_response(piece, template, prefix=prefix)
+        assert respc.parse_response(piece, template, prefix=prefix) == want, (prefix, piece)
