@@ -162,9 +162,10 @@ def _describe(d: Delimiter) -> str:
 class _ScanWriter:
     """Writes the body of one state's scan method, watch by watch."""
 
-    def __init__(self, regex_names: dict, memo_slots: dict[str, int]):
+    def __init__(self, regex_names: dict, memo_slots: dict[str, int], beginnings: dict):
         self.lines: list[str] = []
         self.regex_names = regex_names
+        self.beginnings = beginnings  # literals -> name of the module's set of their beginnings
         self.memo_slots = memo_slots
         self.first = True
         self.single = False  # the state watches one delimiter: commit it directly
@@ -186,6 +187,15 @@ class _ScanWriter:
             self.emit(f"best = {entry}", level + 1)
             self.emit(f"lim = {start}", level + 1)
 
+    def tail_in(self, lits: tuple[str, ...], lo: str) -> str:
+        """``_base.tail_in`` over the proper beginnings of ``lits`` (a module-level set)."""
+        key = tuple(sorted(set(lits)))
+        name = self.beginnings.get(key)
+        if name is None:
+            name = self.beginnings[key] = f"_BEGINNINGS_{len(self.beginnings)}"
+        firsts = "".join(sorted({lit[0] for lit in lits}))
+        return f"_base.tail_in(buf, {lo}, {literal(firsts)}, {name})"
+
     def find(self, lit: str, top: str = "lim") -> str:
         """``buf.find(lit, pos)``; past the first watch, only up to where an occurrence could
         still beat the best candidate (start before it, or at it and be longer)."""
@@ -193,14 +203,19 @@ class _ScanWriter:
             return f"buf.find({literal(lit)}, pos)"
         return f"buf.find({literal(lit)}, pos, {top} + {len(lit)})"
 
-    def _find_first(self, firsts: list[str], start: str, level: int) -> None:
-        """``i`` = the first position >= ``start`` holding one of ``firsts`` (-1: none)."""
+    def _find_first(self, firsts: list[str], start: str, level: int, upto: str = "") -> None:
+        """``i`` = the first position >= ``start`` (and <= ``upto``, if given) holding one of
+        ``firsts`` (-1: none)."""
         if len(firsts) > 1 and start != "pos":
             self.emit(f"k = {start}", level)
             start = "k"
-        self.emit(f"i = buf.find({literal(firsts[0])}, {start})", level)
+
+        def find(c: str) -> str:
+            return f"buf.find({literal(c)}, {start}, {upto} + {len(c)})" if upto else f"buf.find({literal(c)}, {start})"
+
+        self.emit(f"i = {find(firsts[0])}", level)
         for c in firsts[1:]:
-            self.emit(f"j = buf.find({literal(c)}, {start})", level)
+            self.emit(f"j = {find(c)}", level)
             self.emit("if j >= 0 and (i < 0 or j < i):", level)
             self.emit("i = j", level + 1)
 
@@ -282,7 +297,9 @@ class _ScanWriter:
             # earlier partial one can change the result
             self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
         start = "j" if info.ws else "i"  # where a match at this candidate would start
-        self._find_first(prefixes, "pos", level)
+        # the first candidate past the bound ends the search (for a whitespace-led pattern
+        # its whitespace may reach back before the bound: no limit then)
+        self._find_first(prefixes, "pos", level, "" if self.first or info.ws else "bound")
         self.emit("while i >= 0:", level)
         if info.ws:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
@@ -301,11 +318,8 @@ class _ScanWriter:
         self.emit("if not eos and (m is None or m.partial):", level)
         self.emit("# the buffer may end in a prefix being written: a candidate after those above,", level + 1)
         self.emit("# which counts if it comes before a partial match found there", level + 1)
-        self.emit(
-            f"i = _base.partial_start_any(buf, n - {longest - 1} if n - {longest - 1} > pos else pos, "
-            f"{literal(tuple(prefixes))})",
-            level + 1,
-        )
+        lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
+        self.emit(f"i = {self.tail_in(tuple(prefixes), lo)}", level + 1)
         self.emit("if i < n and (m is None or i < m.start()):", level + 1)
         if info.ws:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 2)
@@ -395,14 +409,12 @@ class _ScanWriter:
                 self.candidate("s", "e", w.action, "None", 1)
             longest = len(d.literals[0])
             if longest > 1:
-                firsts = sorted({lit[0] for lit in d.literals})
                 self.emit("elif not eos:")
-                self.emit(f"j = n - {longest - 1} if n - {longest - 1} > pos else pos", 1)
-                probe = " or ".join(f"buf.find({literal(c)}, j) >= 0" for c in firsts)
-                self.emit(f"if {probe}:", 1)
-                self.emit(f"i = _base.partial_start_any(buf, pos, {literal(d.literals)})", 2)
-                self.emit("if i < hold:", 2)
-                self.emit("hold = i", 3)
+                self.emit("# held: the earliest tail of the buffer that may grow into one of these", 1)
+                lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
+                self.emit(f"i = {self.tail_in(tuple(d.literals), lo)}", 1)
+                self.emit("if i < hold:", 1)
+                self.emit("hold = i", 2)
         else:
             name = self.regex_names[d.pattern]
             info = d.lead
@@ -432,7 +444,7 @@ class _ScanWriter:
         self.first = False
 
 
-def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int]) -> dict:
+def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int], beginnings: dict) -> dict:
     if s.free:
         if s.field is not None:
             title = f"free, in implicit field {comment_text(s.field.name)} (opened lazily)"
@@ -442,7 +454,7 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     else:
         title = f"inside {comment_text(s.field.path)}"
         name = f"_state_{idents[s.index]}"
-    writer = _ScanWriter(regex_names, memo_slots)
+    writer = _ScanWriter(regex_names, memo_slots, beginnings)
     if not s.watches:
         writer.emit("# nothing to watch: every byte belongs to this region until the end")
         writer.emit("return len(buf)")
@@ -553,10 +565,11 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     states = []
     scan_table = []
     free_name = "_state_free"
+    beginnings: dict[tuple[str, ...], str] = {}
     for s in ir.states:
         if not s.free and s.field.implicit:
             continue  # the implicit field is the free state
-        states.append(_state(s, idents, regex_names, memo_slots))
+        states.append(_state(s, idents, regex_names, memo_slots, beginnings))
     for f, ident in zip(ir.fields, idents):
         scan_table.append(free_name if f.implicit else f"_state_{ident}")
     scan_table.append(free_name)
@@ -572,6 +585,14 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         hash=template_hash,
         template=template,
         regexes=regexes,
+        beginnings=[
+            {
+                "name": name,
+                "literals": literal(lits),
+                "members": literal(tuple(sorted({lit[:k] for lit in lits for k in range(1, len(lit))}))),
+            }
+            for lits, name in beginnings.items()
+        ],
         finishers=finishers,
         field_list=", ".join(comment_text(f.name) for f in ir.fields),
         fields=tuple(f.name for f in ir.fields),

@@ -55,6 +55,114 @@ _RE_TOOL_CALLS_OPEN_HEAD_1 = _regex.compile(
     "<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (head)
 
+# The proper beginnings of delimiter literals: a buffer that ends in one may still grow
+# into that delimiter, so it is held from there (see _base.tail_in).
+_BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|e",
+        "<|en",
+        "<|end",
+        "<|end|",
+        "<|r",
+        "<|re",
+        "<|ret",
+        "<|retu",
+        "<|retur",
+        "<|return",
+        "<|return|",
+    )
+)  # of ('<|end|>', '<|return|>')
+_BEGINNINGS_1 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|c",
+        "<|ch",
+        "<|cha",
+        "<|chan",
+        "<|chann",
+        "<|channe",
+        "<|channel",
+        "<|channel|",
+        "<|channel|>",
+        "<|channel|>c",
+        "<|channel|>co",
+        "<|channel|>com",
+        "<|channel|>comm",
+        "<|channel|>comme",
+        "<|channel|>commen",
+        "<|channel|>comment",
+        "<|channel|>commenta",
+        "<|channel|>commentar",
+        "<|channel|>commentary",
+        "<|channel|>commentary<",
+        "<|channel|>commentary<|",
+        "<|channel|>commentary<|m",
+        "<|channel|>commentary<|me",
+        "<|channel|>commentary<|mes",
+        "<|channel|>commentary<|mess",
+        "<|channel|>commentary<|messa",
+        "<|channel|>commentary<|messag",
+        "<|channel|>commentary<|message",
+        "<|channel|>commentary<|message|",
+        "<|channel|>f",
+        "<|channel|>fi",
+        "<|channel|>fin",
+        "<|channel|>fina",
+        "<|channel|>final",
+        "<|channel|>final<",
+        "<|channel|>final<|",
+        "<|channel|>final<|m",
+        "<|channel|>final<|me",
+        "<|channel|>final<|mes",
+        "<|channel|>final<|mess",
+        "<|channel|>final<|messa",
+        "<|channel|>final<|messag",
+        "<|channel|>final<|message",
+        "<|channel|>final<|message|",
+    )
+)  # of ('<|channel|>commentary<|message|>', '<|channel|>final<|message|>')
+_BEGINNINGS_2 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|c",
+        "<|ch",
+        "<|cha",
+        "<|chan",
+        "<|chann",
+        "<|channe",
+        "<|channel",
+        "<|channel|",
+        "<|channel|>",
+        "<|channel|>c",
+        "<|channel|>co",
+        "<|channel|>com",
+        "<|channel|>comm",
+        "<|channel|>comme",
+        "<|channel|>commen",
+        "<|channel|>comment",
+        "<|channel|>commenta",
+        "<|channel|>commentar",
+        "<|channel|>commentary",
+        "<|channel|>commentary ",
+        "<|channel|>commentary t",
+        "<|channel|>commentary to",
+        "<|channel|>commentary to=",
+        "<|channel|>commentary to=f",
+        "<|channel|>commentary to=fu",
+        "<|channel|>commentary to=fun",
+        "<|channel|>commentary to=func",
+        "<|channel|>commentary to=funct",
+        "<|channel|>commentary to=functi",
+        "<|channel|>commentary to=functio",
+        "<|channel|>commentary to=function",
+        "<|channel|>commentary to=functions",
+    )
+)  # of ('<|channel|>commentary to=functions.',)
+
 
 def _finish_reasoning_content(body, caps):
     # fields.reasoning_content: content text
@@ -193,11 +301,10 @@ class Parser(_base.ParserBase):
             if s < hold:
                 return (s, e, -1, None)
         elif not eos:
-            j = n - 9 if n - 9 > pos else pos
-            if buf.find("<", j) >= 0:
-                i = _base.partial_start_any(buf, pos, ("<|return|>", "<|end|>"))
-                if i < hold:
-                    hold = i
+            # held: the earliest tail of the buffer that may grow into one of these
+            i = _base.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_0)
+            if i < hold:
+                hold = i
         return hold
 
     def _state_free(self, buf, pos, eos):
@@ -218,13 +325,10 @@ class Parser(_base.ParserBase):
             best = (s, e, 2, None)
             lim = s
         elif not eos:
-            j = n - 31 if n - 31 > pos else pos
-            if buf.find("<", j) >= 0:
-                i = _base.partial_start_any(
-                    buf, pos, ("<|channel|>commentary<|message|>", "<|channel|>final<|message|>")
-                )
-                if i < hold:
-                    hold = i
+            # held: the earliest tail of the buffer that may grow into one of these
+            i = _base.tail_in(buf, n - 31 if n - 31 > pos else pos, "<", _BEGINNINGS_1)
+            if i < hold:
+                hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
         i = buf.find("<|channel|>analysis<|message|>", pos, lim + 30)
         if i >= 0:
@@ -256,7 +360,7 @@ class Parser(_base.ParserBase):
             # every match is one of: <|channel|>commentary to=functions.; try the regex only there
             m = None
             bound = hold if best is None or best[0] > hold else best[0]
-            i = buf.find("<|channel|>commentary to=functions.", pos)
+            i = buf.find("<|channel|>commentary to=functions.", pos, bound + 35)
             while i >= 0:
                 if i > bound and m is None:
                     break
@@ -271,9 +375,7 @@ class Parser(_base.ParserBase):
             if not eos and (m is None or m.partial):
                 # the buffer may end in a prefix being written: a candidate after those above,
                 # which counts if it comes before a partial match found there
-                i = _base.partial_start_any(
-                    buf, n - 34 if n - 34 > pos else pos, ("<|channel|>commentary to=functions.",)
-                )
+                i = _base.tail_in(buf, n - 34 if n - 34 > pos else pos, "<", _BEGINNINGS_2)
                 if i < n and (m is None or i < m.start()):
                     if i <= bound:
                         c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)

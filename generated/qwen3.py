@@ -47,6 +47,35 @@ _RE_CONTENT_CLOSE_1 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
 
+# The proper beginnings of delimiter literals: a buffer that ends in one may still grow
+# into that delimiter, so it is held from there (see _base.tail_in).
+_BEGINNINGS_0 = frozenset(
+    ("<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call")
+)  # of ('<tool_call>',)
+_BEGINNINGS_1 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|e",
+        "<|en",
+        "<|end",
+        "<|endo",
+        "<|endof",
+        "<|endoft",
+        "<|endofte",
+        "<|endoftex",
+        "<|endoftext",
+        "<|endoftext|",
+        "<|i",
+        "<|im",
+        "<|im_",
+        "<|im_e",
+        "<|im_en",
+        "<|im_end",
+        "<|im_end|",
+    )
+)  # of ('<|endoftext|>', '<|im_end|>')
+
 
 def _finish_reasoning_content(body, caps):
     # fields.reasoning_content: content text
@@ -212,7 +241,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.partial_start_any(buf, n - 10 if n - 10 > pos else pos, ("<tool_call>",))
+            i = _base.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
                 if j <= bound:
@@ -260,9 +289,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.partial_start_any(
-                buf, n - 12 if n - 12 > pos else pos, ("<|endoftext|>", "<|im_end|>")
-            )
+            i = _base.tail_in(buf, n - 12 if n - 12 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
                 if j <= bound:

@@ -32,6 +32,68 @@ TEMPLATE = {
     },
 }
 
+# The proper beginnings of delimiter literals: a buffer that ends in one may still grow
+# into that delimiter, so it is held from there (see _base.tail_in).
+_BEGINNINGS_0 = frozenset(
+    (
+        "\n",
+        "\n\n",
+        "\n\n<",
+        "\n\n<t",
+        "\n\n<to",
+        "\n\n<too",
+        "\n\n<tool",
+        "\n\n<tool_",
+        "\n\n<tool_c",
+        "\n\n<tool_ca",
+        "\n\n<tool_cal",
+        "\n\n<tool_call",
+        "\n<",
+        "\n<t",
+        "\n<to",
+        "\n<too",
+        "\n<tool",
+        "\n<tool_",
+        "\n<tool_c",
+        "\n<tool_ca",
+        "\n<tool_cal",
+        "\n<tool_call",
+        "<",
+        "<t",
+        "<to",
+        "<too",
+        "<tool",
+        "<tool_",
+        "<tool_c",
+        "<tool_ca",
+        "<tool_cal",
+        "<tool_call",
+    )
+)  # of ('\n\n<tool_call>', '\n<tool_call>', '<tool_call>')
+_BEGINNINGS_1 = frozenset(
+    (
+        "\n",
+        "\n<",
+        "\n<|",
+        "\n<|i",
+        "\n<|im",
+        "\n<|im_",
+        "\n<|im_e",
+        "\n<|im_en",
+        "\n<|im_end",
+        "\n<|im_end|",
+        "<",
+        "<|",
+        "<|i",
+        "<|im",
+        "<|im_",
+        "<|im_e",
+        "<|im_en",
+        "<|im_end",
+        "<|im_end|",
+    )
+)  # of ('\n<|im_end|>', '<|im_end|>')
+
 
 def _finish_reasoning_content(body, caps):
     # fields.reasoning_content: content text
@@ -198,13 +260,10 @@ class Parser(_base.ParserBase):
                 best = (s, e, 1, None)
                 lim = s
         elif not eos:
-            j = n - 12 if n - 12 > pos else pos
-            if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:
-                i = _base.partial_start_any(
-                    buf, pos, ("\n\n<tool_call>", "\n<tool_call>", "<tool_call>")
-                )
-                if i < hold:
-                    hold = i
+            # held: the earliest tail of the buffer that may grow into one of these
+            i = _base.tail_in(buf, n - 12 if n - 12 > pos else pos, "\n<", _BEGINNINGS_0)
+            if i < hold:
+                hold = i
         # close content -- fields.content.close: literal set \n<|im_end|>, <|im_end|>
         s = -1
         top = lim if eos else n
@@ -219,11 +278,10 @@ class Parser(_base.ParserBase):
                 best = (s, e, -1, None)
                 lim = s
         elif not eos:
-            j = n - 10 if n - 10 > pos else pos
-            if buf.find("\n", j) >= 0 or buf.find("<", j) >= 0:
-                i = _base.partial_start_any(buf, pos, ("\n<|im_end|>", "<|im_end|>"))
-                if i < hold:
-                    hold = i
+            # held: the earliest tail of the buffer that may grow into one of these
+            i = _base.tail_in(buf, n - 10 if n - 10 > pos else pos, "\n<", _BEGINNINGS_1)
+            if i < hold:
+                hold = i
         if best is not None and best[0] < hold:
             return best
         return hold

@@ -55,6 +55,7 @@ __all__ = [
     "quiet_cut",
     "quiet_table",
     "still_pending",
+    "tail_in",
     "ws_run_end",
     "ws_run_start",
 ]
@@ -535,6 +536,8 @@ class ParserBase:
         off = self._off = self._done - start  # offset of buf[0] in the whole input
         try:
             while True:
+                if pos == len(buf) and not eos:
+                    break  # nothing left: a scan would hold from here, and commit nothing
                 found = self._scan(self, buf, pos, eos)
                 if found.__class__ is int:
                     if eos:
@@ -877,6 +880,22 @@ def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:
         if prefix.startswith(rest):
             return True
     return False
+
+
+def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str]) -> int:
+    """The earliest ``k >= lo`` where ``buf[k:]`` is one of ``beginnings`` (the proper
+    beginnings of some literals, whose first characters are ``firsts``); ``len(buf)``
+    when there is none. With ``lo`` at most the longest literal's length less one from
+    the end, this is :func:`partial_start_any` of those literals."""
+    best = len(buf)
+    for c in firsts:
+        k = buf.find(c, lo, best)
+        while k >= 0:
+            if buf[k:] in beginnings:
+                best = k
+                break
+            k = buf.find(c, k + 1, best)
+    return best
 
 
 def partial_start_any(buf: str, pos: int, lits: tuple[str, ...]) -> int:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import respc
 from respc.compiler import compile_source, load_template_file, template_hash
-from respc.runtime.base import partial_start, partial_start_any
+from respc.runtime.base import partial_start, partial_start_any, tail_in
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def test_template_strings_never_become_code(evil, tmp_path):
     assert "os" not in names and "__import__" not in names
     calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     allowed = regex.compile(
-        r"_regex\.compile|_content\.make_parser|_tf\.\w+|_base\.(partial_start(_any)?|prefix_partial)|buf\.(find|startswith)|"
+        r"_regex\.compile|_content\.make_parser|_tf\.\w+|_base\.(partial_start(_any)?|prefix_partial|tail_in)|buf\.(find|startswith)|frozenset|"
         r"prefix\.rfind|_RE_\w+\.(search|finditer|match)|_base\.ws_run_start|m\.(span|start|end)|out\.append|body\.strip|"
         r"int|float|len|_parse_\w+|body(\.strip\(\))?\.lower"
     )
@@ -191,3 +191,8 @@ def test_partial_start_matches_regex_partial_search(lits, buf, data):
     assert partial_start_any(buf, pos, ordered) == m.start()
     if len(ordered) == 1:
         assert partial_start(buf, pos, ordered[0]) == m.start()
+    # the generated scans ask tail_in, from the last place a partial literal can start
+    beginnings = frozenset(s[:k] for s in ordered for k in range(1, len(s)))
+    firsts = "".join(sorted({s[0] for s in ordered}))
+    lo = max(pos, len(buf) - len(ordered[0]) + 1)
+    assert tail_in(buf, lo, firsts, beginnings) == m.start()
