@@ -6,6 +6,7 @@ Names and argument order follow transformers' ``parse_response`` /
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
 import threading
@@ -91,10 +92,21 @@ class CompiledTemplate:
 _LOCK = threading.Lock()
 _BY_CANONICAL: dict[str, CompiledTemplate] = {}
 _BY_NAME: dict[str, CompiledTemplate] = {}
-# id(template dict) -> (that dict, its repr then, its compiled template); holding the
-# dict keeps its id from being reused while the entry exists
-_BY_OBJECT: dict[int, tuple[dict, str, CompiledTemplate]] = {}
+# id(template dict) -> (that dict, its snapshot then, its compiled template); holding
+# the dict keeps its id from being reused while the entry exists
+_BY_OBJECT: dict[int, tuple[dict, bytes | str, CompiledTemplate]] = {}
 _BY_OBJECT_MAX = 256
+
+
+def _snapshot(template: dict) -> bytes | str:
+    """What the dict holds now, to tell whether it changed since: its marshal bytes (a
+    decodable encoding, so equal bytes mean equal content; several times cheaper than
+    repr), or its repr when it holds something marshal does not take (a subclass)."""
+    try:
+        return marshal.dumps(template)
+    except ValueError:
+        return repr(template)
+
 
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
@@ -116,11 +128,11 @@ def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> C
         return template
     if isinstance(template, (str, os.PathLike)):
         template = load_template_file(template)
-    # The same dict object passed again: its repr (exact for JSON values, and several
-    # times cheaper than the canonical JSON) tells whether it changed since.
+    # The same dict object passed again: its snapshot (much cheaper than the canonical
+    # JSON) tells whether it changed since.
     seen = _BY_OBJECT.get(id(template)) if template.__class__ is dict else None
     if seen is not None and seen[0] is template:
-        shown = repr(template)
+        shown = _snapshot(template)
         if shown == seen[1]:
             return seen[2]
     else:
@@ -135,7 +147,7 @@ def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> C
     if template.__class__ is dict:
         if len(_BY_OBJECT) >= _BY_OBJECT_MAX:
             _BY_OBJECT.clear()
-        _BY_OBJECT[id(template)] = (template, shown or repr(template), compiled)
+        _BY_OBJECT[id(template)] = (template, shown or _snapshot(template), compiled)
     return compiled
 
 

@@ -3,6 +3,7 @@ the progress rule, and the compile cache."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -250,3 +251,11 @@ def test_same_dict_object_mutated_in_place_is_compiled_again():
     assert repr(respc.compile_template(template).parse("", prefix="")["n"]) == "1.0"
     template["defaults"]["n"] = True
     assert respc.compile_template(template).parse("", prefix="")["n"] is True
+    # a value marshal does not take (a dict subclass): the snapshot falls back to repr,
+    # and the changed template is validated again (templates hold JSON values only)
+    template["defaults"] = collections.OrderedDict(n=2)
+    with pytest.raises(respc.TemplateError, match="defaults: a template holds JSON values only"):
+        respc.compile_template(template)
+    template["defaults"] = {"n": 3}
+    assert respc.compile_template(template).parse("", prefix="") == {"n": 3}
+    assert respc.compile_template(template) is respc.compile_template(template)
