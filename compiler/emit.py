@@ -477,6 +477,79 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
 
 
+def _common_start(strings: list[str]) -> str:
+    first, last = min(strings), max(strings)
+    k = 0
+    while k < len(first) and first[k] == last[k]:
+        k += 1
+    return first[:k]
+
+
+def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
+    """The state's end-of-stream scan, when every watched delimiter starts with one literal
+    of two or more characters: only where that literal occurs can anything match, so the
+    delimiters are tried there, in order, instead of each searched through the rest of the
+    output. None when the state's general scan is used at the end of stream too."""
+    if len(s.watches) < 2 and not any(w.delim.kind == "literal_set" for w in s.watches):
+        return None  # one delimiter: its own search is as selective
+    starts: list[str] = []
+    for w in s.watches:
+        d = w.delim
+        if d.is_literal:
+            starts.extend(d.literals)
+        elif d.kind == "regex" and d.lead is not None and not d.lead.ws and d.lead.prefixes:
+            starts.extend(d.lead.prefixes)
+        else:
+            return None
+    common = _common_start(starts)
+    if len(common) < 2:
+        return None
+    name = "_end_free" if s.free else f"_end_{idents[s.index]}"
+    lines = [
+        "n = len(buf)",
+        f"k = buf.find({literal(common)}, pos)",
+        "while k >= 0:",
+        "    best = None",
+    ]
+    for number, w in enumerate(s.watches):
+        d = w.delim
+        role = f"open {comment_text(w.field.name)}" if w.is_open else f"close {comment_text(w.field.name)}"
+        lines.append(f"    # {role} -- {_describe(d)}")
+        first = number == 0
+        if d.is_literal:
+            keyword = "if"
+            for lit in d.literals:  # longest first: at one position the longest wins
+                test = f"buf.startswith({literal(lit)}, k)"
+                if not first:
+                    test += f" and (best is None or {len(lit)} > best[1] - k)"
+                lines.append(f"    {keyword} {test}:")
+                lines.append(f"        best = (k, k + {len(lit)}, {w.action}, None)")
+                keyword = "elif"
+        else:
+            rx = regex_names[d.pattern]
+            prefixes = d.lead.prefixes
+            shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
+            match_arg = "m" if (w.is_open and d.groups) else "None"
+            lines.append(f"    if buf.startswith({shown}, k):")
+            lines.append(f"        m = {rx}.match(buf, k)")
+            test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
+            lines.append(f"        if {test}:")
+            lines.append(f"            best = (k, m.end(), {w.action}, {match_arg})")
+    lines += [
+        "    if best is not None:",
+        "        return best",
+        f"    k = buf.find({literal(common)}, k + 1)",
+        "return n",
+    ]
+    watched = ", ".join(f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}" for w in s.watches)
+    return {
+        "name": name,
+        "comment": f"At end of stream: every delimiter of this state ({watched}) starts with "
+        f"{comment_text(common)}; try them where it occurs, leftmost first, the longest at one place.",
+        "body": lines,
+    }
+
+
 def _pending_entry(state: State, regex_names: dict) -> str:
     """Source of the state's PENDING entry: ``((prefixes, whitespace-led, regex), ...)``
     for the regex delimiters a held partial match can be re-checked on alone (see
@@ -566,16 +639,22 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     scan_table = []
     free_name = "_state_free"
     beginnings: dict[tuple[str, ...], str] = {}
+    end_names: dict[int, str] = {}  # IR state index -> its end-of-stream scan
     for s in ir.states:
         if not s.free and s.field.implicit:
             continue  # the implicit field is the free state
         states.append(_state(s, idents, regex_names, memo_slots, beginnings))
+        end = _end_state(s, idents, regex_names)
+        if end is not None:
+            states.append(end)
+            end_names[s.index] = end["name"]
     for f, ident in zip(ir.fields, idents):
         scan_table.append(free_name if f.implicit else f"_state_{ident}")
     scan_table.append(free_name)
     free_state = ir.states[-1]
     # per runtime state (fields in order, then the free state): the IR state it scans in
     state_of = [free_state if f.implicit else ir.states[f.index] for f in ir.fields] + [free_state]
+    end_table = [end_names.get(st.index, name) for st, name in zip(state_of, scan_table)]
     fast_table = tuple(st.fast for st in state_of)
     marks_table = tuple(st.marks for st in state_of)
     pending_table = [_pending_entry(st, regex_names) for st in state_of]
@@ -610,6 +689,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
         states=states,
         scan_table=scan_table,
+        end_table=end_table,
         finish_table=[f["name"] for f in finishers],
         fast=fast_table,
         marks=marks_table,

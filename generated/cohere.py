@@ -228,12 +228,39 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _end_free(self, buf, pos, eos):
+        # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|START_; try them where it occurs, leftmost first, the longest at one place.
+        n = len(buf)
+        k = buf.find("<|START_", pos)
+        while k >= 0:
+            best = None
+            # open content -- fields.content.open: literal <|START_RESPONSE|>
+            if buf.startswith("<|START_RESPONSE|>", k):
+                best = (k, k + 18, 2, None)
+            # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
+            if buf.startswith("<|START_THINKING|>", k) and (best is None or 18 > best[1] - k):
+                best = (k, k + 18, 0, None)
+            # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
+            if buf.startswith("<|START_ACTION|>", k) and (best is None or 16 > best[1] - k):
+                best = (k, k + 16, 1, None)
+            if best is not None:
+                return best
+            k = buf.find("<|START_", k + 1)
+        return n
+
 
 Parser.SCANS = (
     Parser._state_reasoning_content,
     Parser._state_tool_calls,
     Parser._state_content,
     Parser._state_free,
+)
+# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
+Parser.END_SCANS = (
+    Parser._state_reasoning_content,
+    Parser._state_tool_calls,
+    Parser._state_content,
+    Parser._end_free,
 )
 Parser.FINISH = (
     _finish_reasoning_content,

@@ -307,6 +307,22 @@ class Parser(_base.ParserBase):
                 hold = i
         return hold
 
+    def _end_content(self, buf, pos, eos):
+        # At end of stream: every delimiter of this state (close content) starts with <|; try them where it occurs, leftmost first, the longest at one place.
+        n = len(buf)
+        k = buf.find("<|", pos)
+        while k >= 0:
+            best = None
+            # close content -- fields.content.close: literal set <|return|>, <|end|>
+            if buf.startswith("<|return|>", k):
+                best = (k, k + 10, -1, None)
+            elif buf.startswith("<|end|>", k):
+                best = (k, k + 7, -1, None)
+            if best is not None:
+                return best
+            k = buf.find("<|", k + 1)
+        return n
+
     def _state_free(self, buf, pos, eos):
         # State: free, in the null region (text outside every field is dropped); watches open content, open reasoning_content, open tool_calls.
         n = len(buf)
@@ -403,12 +419,45 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _end_free(self, buf, pos, eos):
+        # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|channel|>; try them where it occurs, leftmost first, the longest at one place.
+        n = len(buf)
+        k = buf.find("<|channel|>", pos)
+        while k >= 0:
+            best = None
+            # open content -- fields.content.open: literal set <|channel|>commentary<|message|>, <|channel|>final<|message|>
+            if buf.startswith("<|channel|>commentary<|message|>", k):
+                best = (k, k + 32, 2, None)
+            elif buf.startswith("<|channel|>final<|message|>", k):
+                best = (k, k + 27, 2, None)
+            # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
+            if buf.startswith("<|channel|>analysis<|message|>", k) and (
+                best is None or 30 > best[1] - k
+            ):
+                best = (k, k + 30, 0, None)
+            # open tool_calls -- fields.tool_calls.open_pattern: regex <\\|channel\\|>commentary to=functions\\.(?P<name>\\w+).*?<\\|message\\|>
+            if buf.startswith("<|channel|>commentary to=functions.", k):
+                m = _RE_TOOL_CALLS_OPEN_0.match(buf, k)
+                if m is not None and (best is None or m.end() - k > best[1] - k):
+                    best = (k, m.end(), 1, m)
+            if best is not None:
+                return best
+            k = buf.find("<|channel|>", k + 1)
+        return n
+
 
 Parser.SCANS = (
     Parser._state_reasoning_content,
     Parser._state_tool_calls,
     Parser._state_content,
     Parser._state_free,
+)
+# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
+Parser.END_SCANS = (
+    Parser._state_reasoning_content,
+    Parser._state_tool_calls,
+    Parser._end_content,
+    Parser._end_free,
 )
 Parser.FINISH = (
     _finish_reasoning_content,

@@ -293,6 +293,13 @@ Parser.SCANS = (
     Parser._state_free,
     Parser._state_free,
 )
+# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
+Parser.END_SCANS = (
+    Parser._state_reasoning_content,
+    Parser._state_tool_calls,
+    Parser._state_free,
+    Parser._state_free,
+)
 Parser.FINISH = (
     _finish_reasoning_content,
     _finish_tool_calls,

@@ -150,6 +150,8 @@ class ParserBase:
     ONE_PASS: ClassVar[bool] = True
     #: per state (field index; the free state last): the scan function
     SCANS: ClassVar[tuple[Callable, ...]] = ()
+    #: per state: the scan of parse_whole's end-of-stream pass (a specialized one, or SCANS')
+    END_SCANS: ClassVar[tuple[Callable, ...]] = ()
     #: per field: ``finish(body, captures) -> value`` (content parser + transform)
     FINISH: ClassVar[tuple[Callable[[str, dict], Any], ...]] = ()
 
@@ -446,7 +448,7 @@ class ParserBase:
         self._memo = [None] * cls.MEMOS
         table = tool_types(tools) if tools else None
         out = cls.new_defaults()
-        scans, finish, typed, joins, repeats = cls.SCANS, cls.FINISH, cls.TYPED, cls.JOIN, cls.REPEATS
+        finish, typed, joins, repeats = cls.FINISH, cls.TYPED, cls.JOIN, cls.REPEATS
         free = len(cls.FIELDS)
         implicit = cls.IMPLICIT
         keep = cls.CONTEXT
@@ -457,6 +459,7 @@ class ParserBase:
         for chunk, eos in ((cls.cut_prefix(prefix) if prefix else "", False), (text, True)):
             if not (chunk or eos):
                 continue  # no prefix left to scan
+            scans = cls.END_SCANS if eos else cls.SCANS
             buf = ctx + held + chunk if (ctx or held) else chunk
             pos = start = len(ctx)
             off = self._off = done - start

@@ -271,3 +271,44 @@ def test_whole_parse_continues_what_the_prefix_started(prefix):
     for piece in (text, text[3:], text[text.find("answer"):], ""):
         want = chat_parsing.parse_response(piece, template, prefix=prefix)
         assert respc.parse_response(piece, template, prefix=prefix) == want, (prefix, piece)
+
+
+_END_TEMPLATES = {
+    "shared_marker": {
+        "start_anchor": "<s>",
+        "fields": {
+            "a": {"open": ["<|x|>long", "<|x|>"], "close": "<|end|>"},
+            "b": {"open_pattern": r"<\|x\|>lo(?P<name>\w*)", "close": "<|end|>", "transform": {"n": "{name}"}},
+            "c": {"open": "<|x|>lon", "close": ["<|end|>", "<|e|>"]},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere", *_END_TEMPLATES])
+def test_end_of_stream_scans_agree_with_the_general_scans(name):
+    """Where a state has its own end-of-stream scan (every delimiter starts with one
+    literal), it returns what the state's general scan returns at end of stream: the same
+    position, action and match. Texts are random mixes of the delimiters' pieces (seeded)."""
+    template = _END_TEMPLATES.get(name) or _bundled(name)
+    Parser = respc.compile_template(template).Parser
+    parser = Parser("")
+    rng = random.Random(20261130)
+    specialized = [state for state, scan in enumerate(Parser.END_SCANS) if scan is not Parser.SCANS[state]]
+    if name in ("gpt_oss", "shared_marker"):
+        assert specialized, name
+    marks = {mark for table in Parser.MARKS if table for group in table for mark in group}
+    pieces = [m[:k] for m in marks for k in range(1, len(m) + 1)] + ["<|", "x", " ", "\n", "lo", "ng", "to=functions.f", "<|message|>"]
+    for state in specialized:
+        for _ in range(3000):
+            buf = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+            pos = rng.randint(0, len(buf))
+            want = Parser.SCANS[state](parser, buf, pos, True)
+            got = Parser.END_SCANS[state](parser, buf, pos, True)
+            if want.__class__ is int:
+                assert got == want, (name, state, buf, pos, got, want)
+            else:
+                assert got[:3] == want[:3], (name, state, buf, pos, got, want)
+                assert (got[3] is None) == (want[3] is None), (name, state, buf, pos)
+                if want[3] is not None:
+                    assert got[3].span() == want[3].span() and got[3].groupdict() == want[3].groupdict()
