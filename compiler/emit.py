@@ -325,7 +325,9 @@ class _ScanWriter:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 2)
         inner = level + 2
         if not self.first:
-            self.emit(f"if {start} <= bound:", level + 2)
+            # a partial match there holds from its start: nothing changes unless that is
+            # before the hold, and not after the best candidate
+            self.emit(f"if {start} <= bound and {start} < hold:", level + 2)
             inner += 1
         self._try_at(name, info, start, inner)
         self.emit("if c is not None:", inner)

@@ -393,7 +393,7 @@ class Parser(_base.ParserBase):
                 # which counts if it comes before a partial match found there
                 i = _base.tail_in(buf, n - 34 if n - 34 > pos else pos, "<", _BEGINNINGS_2)
                 if i < n and (m is None or i < m.start()):
-                    if i <= bound:
+                    if i <= bound and i < hold:
                         c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
                         if c is not None:
                             m = c

@@ -244,7 +244,7 @@ class Parser(_base.ParserBase):
             i = _base.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
-                if j <= bound:
+                if j <= bound and j < hold:
                     c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
                     if c is not None:
                         m = c
@@ -292,7 +292,7 @@ class Parser(_base.ParserBase):
             i = _base.tail_in(buf, n - 12 if n - 12 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
-                if j <= bound:
+                if j <= bound and j < hold:
                     c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
                     if c is not None:
                         m = c

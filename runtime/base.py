@@ -260,6 +260,12 @@ class ParserBase:
                 x = held + text if held else text
                 cut = quiet_cut(x, quiet)
                 if cut < 0:
+                    pending = self._pending
+                    if pending is not None and held and still_pending(x, pending, quiet[0]):
+                        # a regex delimiter is still being written from the hold, and nothing
+                        # else can commit before it ends: keep holding (as _feed would)
+                        self._held = x
+                        return []
                     return self._feed_scanning(text)
                 if cut < len(x):
                     held = self._held = x[cut:]
@@ -537,11 +543,20 @@ class ParserBase:
         buf = ctx + self._held + text if (ctx or self._held) else text
         pos = start = len(ctx)
         off = self._off = self._done - start  # offset of buf[0] in the whole input
+        committed = False
         try:
             while True:
-                if pos == len(buf) and not eos:
-                    break  # nothing left: a scan would hold from here, and commit nothing
-                found = self._scan(self, buf, pos, eos)
+                if committed and not eos:
+                    if pos == len(buf):
+                        break  # nothing left: a scan would hold from here, and commit nothing
+                    # What follows a commit: unless a mark occurs in it, quiet_cut says where
+                    # the new state's scan would hold (the first pass was asked already).
+                    quiet = self._quiet_now()
+                    cut = -1 if quiet is None else quiet_cut(buf[pos:], quiet)
+                    found = self._scan(self, buf, pos, eos) if cut < 0 else pos + cut
+                else:
+                    found = self._scan(self, buf, pos, eos)
+                committed = True
                 if found.__class__ is int:
                     if eos:
                         if pos < len(buf):
@@ -607,10 +622,18 @@ class ParserBase:
     def _compact(self) -> None:
         """Fold the recent chunks into blocks, and blocks into bigger blocks: a long body is
         held in few strings (not one object per chunk) and each character is copied twice."""
-        self._settle()
         parts = self._parts
+        block = "".join(parts)
+        # count the chunks not yet in _done (see _settle) from the block's length: cheaper
+        # than their lengths one by one when most of them are uncounted
+        mark = self._mark
+        if mark < len(parts):
+            if mark * 2 <= len(parts):
+                self._done += len(block) - (sum(map(len, parts[:mark])) if mark else 0)
+            else:
+                self._done += sum(map(len, parts[mark:]))
         blocks = self._blocks
-        blocks.append("".join(parts))
+        blocks.append(block)
         parts.clear()
         self._mark = 0
         if len(blocks) > _MERGE_PARTS:
