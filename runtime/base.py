@@ -252,6 +252,8 @@ class ParserBase:
             else:
                 quiet = self._qq
                 if quiet is None:
+                    if self._stable is not None and self._stays_stable(text):
+                        return []  # a stable hold (see _feed): nothing changes, nothing to arm
                     return self._feed_scanning(text)
                 # The quiet path, armed by _arm() as well: a delimiter may start in this
                 # chunk, but unless one of the watched delimiters' marks occurs, nothing
@@ -266,11 +268,18 @@ class ParserBase:
                         # else can commit before it ends: keep holding (as _feed would)
                         self._held = x
                         return []
-                    return self._feed_scanning(text)
+                    return self._feed_scanning(text, True)
+                if cut and not self._opened and self._event is not None:
+                    return self._feed_scanning(text)  # the implicit region opens: see _accumulate
                 if cut < len(x):
                     held = self._held = x[cut:]
                     first = self._first
-                    if first and first not in held and self._second not in held:
+                    if (
+                        first
+                        and first not in held
+                        and self._second not in held
+                        and (self._opened or self._event is None)  # see _arm
+                    ):
                         self._q1 = first
                         self._q2 = self._second
                     else:
@@ -297,31 +306,37 @@ class ParserBase:
             return [event]
         return self._feed_scanning(text)
 
-    def _feed_scanning(self, text: str) -> list[dict]:
-        """feed's general path: the other shortcuts, else a scan (see _feed)."""
+    def _feed_scanning(self, text: str, marked: bool = False) -> list[dict]:
+        """feed's general path: the other shortcuts, else a scan (see _feed). ``marked``:
+        feed's quiet path found a mark in the text and no pending delimiter: scan at once."""
         self._settle()
         try:
-            return self._feed(text)
+            return self._feed(text, marked)
         finally:
             self._mark = len(self._parts)
             self._arm()
 
-    def _feed(self, text: str) -> list[dict]:
-        if self._stable is not None and text.__class__ is str:
-            tail = self._stable
-            edge = self._stable_edge + text
-            if tail not in edge:
-                # still held, nothing to emit: keep the text without rescanning the hold
-                more = self._more
-                more.append(text)
-                if len(more) > _MERGE_PARTS:
-                    self._more_blocks.append("".join(more))
-                    more.clear()
-                self._stable_edge = edge[1 - len(tail) :] if len(tail) > 1 else ""
-                return []
+    def _stays_stable(self, text: str) -> bool:
+        """Under a stable hold (see _feed): keep ``text`` without rescanning the hold, unless
+        the hold's tail literal may have appeared (then the hold ends: scan)."""
+        tail = self._stable
+        edge = self._stable_edge + text
+        if tail in edge:
             self._stable = None
+            return False
+        more = self._more
+        more.append(text)
+        if len(more) > _MERGE_PARTS:
+            self._more_blocks.append("".join(more))
+            more.clear()
+        self._stable_edge = edge[1 - len(tail) :] if len(tail) > 1 else ""
+        return True
+
+    def _feed(self, text: str, marked: bool = False) -> list[dict]:
+        if self._stable is not None and text.__class__ is str and self._stays_stable(text):
+            return []  # still held, nothing to emit
         firsts = self._firsts
-        if firsts is not None and text:
+        if firsts is not None and text and not marked:
             # Fast path: no delimiter watched in this state can start in the held text
             # plus this chunk (none of their first characters occurs in it).
             held = self._held
@@ -362,11 +377,13 @@ class ParserBase:
         return events
 
     def _arm(self) -> None:
-        """Arm feed's quickest and quiet paths when they apply now (see feed)."""
-        if self._armable and (self._opened or self._cur < 0) and self._stable is None:
+        """Arm feed's quickest and quiet paths when they apply now (see feed). The quickest
+        path emits without looking, so it waits for the implicit region to be opened (by
+        the general path, which emits its region_open first); the quiet path checks."""
+        if self._armable and self._stable is None:
             first = self._first
             held = self._held
-            if first and not (held and (first in held or self._second in held)):
+            if first and (self._opened or self._cur < 0) and not (held and (first in held or self._second in held)):
                 self._q1 = first
                 self._q2 = self._second
             else:

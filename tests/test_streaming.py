@@ -312,3 +312,14 @@ def test_end_of_stream_scans_agree_with_the_general_scans(name):
                 assert (got[3] is None) == (want[3] is None), (name, state, buf, pos)
                 if want[3] is not None:
                     assert got[3].span() == want[3].span() and got[3].groupdict() == want[3].groupdict()
+
+
+def test_quiet_path_in_the_implicit_region_before_it_opens():
+    """After a region closes, the implicit region is not open yet: the quiet path may hold
+    (whitespace a delimiter may grow from, a delimiter being written), but text it would
+    emit goes through the general path, which emits region_open first."""
+    template = _bundled("qwen3")
+    call = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"
+    text = f"{call}\n\n  a < b <tool_ c{call}  \n<tool_call x <|im_e y {call}\n<|im_end|>"
+    message = _compare(template, text, prefix="<|im_start|>assistant\n", sizes=(1, 2, 3, 4, 5, 7, 11))
+    assert len(message["tool_calls"]) == 3
