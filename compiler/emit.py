@@ -220,12 +220,14 @@ class _ScanWriter:
             self.emit("i = j", level + 1)
 
     def _candidates(self, name: str, info: Any, level: int) -> None:
-        """Run the regex only where a match can start (see regexinfo.lead)."""
-        if info.prefixes and all(len(prefix) > 1 for prefix in info.prefixes):
-            self._prefix_candidates(name, info, level)
-            return
-        firsts = sorted(info.firsts)
-        shown = ", ".join(comment_text(c) for c in firsts)
+        """Run the regex only where a match can start (see regexinfo.lead): where one of its
+        required literal prefixes occurs (found with ``str.find``) when all are longer than
+        one character, else where one of its first characters does (skipping places where
+        no prefix follows). While streaming, the earliest place where the buffer ends in a
+        proper beginning of a prefix is a candidate too (such a beginning is a partial match)."""
+        by_prefix = bool(info.prefixes) and all(len(prefix) > 1 for prefix in info.prefixes)
+        looked = list(info.prefixes) if by_prefix else sorted(info.firsts)
+        shown = ", ".join(comment_text(c) for c in looked)
         lead_in = "whitespace, then " if info.ws else ""
         self.emit(f"# every match is {lead_in}one of: {shown}; try the regex only there", level)
         self.emit("m = None", level)
@@ -233,38 +235,54 @@ class _ScanWriter:
             # past the best candidate or held text, only a complete match that overrides an
             # earlier partial one can change the result
             self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
-        self._find_first(firsts, "pos", level)
-        self.emit("while i >= 0:", level)
         start = "j" if info.ws else "i"  # where a match at this candidate would start
+        # the first prefix found past the bound ends the search (for a whitespace-led
+        # pattern its whitespace may reach back before the bound: no limit then)
+        upto = "bound" if by_prefix and not (self.first or info.ws) else ""
+        self._find_first(looked, "pos", level, upto)
+        self.emit("while i >= 0:", level)
         if info.ws:
             self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
         if not self.first:
             self.emit(f"if {start} > bound and m is None:", level + 1)
             self.emit("break", level + 2)
         prefixes = info.prefixes
-        if any(len(prefix) > 1 for prefix in prefixes):
+        if not by_prefix and any(len(prefix) > 1 for prefix in prefixes):
             shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
             longest = max(len(prefix) for prefix in prefixes)
             self.emit(f"if not buf.startswith({shown}, i) and (", level + 1)
             self.emit(f"eos or n - i >= {longest} or not _base.prefix_partial(buf, i, {literal(tuple(prefixes))})", level + 2)
             self.emit("):", level + 1)
             self.emit("# no match, whole or partial, can start here: it would begin with one of these", level + 2)
-            self._find_first(firsts, "i + 1", level + 2)
+            self._find_first(looked, "i + 1", level + 2)
             self.emit("continue", level + 2)
-        self.emit(f"c = {name}.match(buf, {start}, partial=not eos)", level + 1)
-        if info.ws and not info.all_ws:
-            self.emit("if (c is None or c.partial) and j < i:", level + 1)
-            self.emit("# a branch without the whitespace lead may match at the character itself", level + 2)
-            self.emit(f"d = {name}.match(buf, i, partial=not eos)", level + 2)
-            self.emit("if d is not None and (c is None or not d.partial):", level + 2)
-            self.emit("c = d", level + 3)
+        self._try_at(name, info, start, level + 1)
         self.emit("if c is not None:", level + 1)
         self.emit("if not c.partial:", level + 2)
         self.emit("m = c  # the leftmost complete match", level + 3)
         self.emit("break", level + 3)
         self.emit("if m is None:", level + 2)
         self.emit("m = c  # the leftmost partial one, unless a complete one follows", level + 3)
-        self._find_first(firsts, "i + 1", level + 1)
+        self._find_first(looked, "i + 1", level + 1)
+        if by_prefix:
+            longest = max(len(prefix) for prefix in looked)
+            self.emit("if not eos and (m is None or m.partial):", level)
+            self.emit("# the buffer may end in a prefix being written: a candidate after those above,", level + 1)
+            self.emit("# which counts if it comes before a partial match found there", level + 1)
+            lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
+            self.emit(f"i = {self.tail_in(tuple(looked), lo)}", level + 1)
+            self.emit("if i < n and (m is None or i < m.start()):", level + 1)
+            if info.ws:
+                self.emit("j = _base.ws_run_start(buf, pos, i)", level + 2)
+            inner = level + 2
+            if not self.first:
+                # a partial match there holds from its start: nothing changes unless that is
+                # before the hold, and not after the best candidate
+                self.emit(f"if {start} <= bound and {start} < hold:", level + 2)
+                inner += 1
+            self._try_at(name, info, start, inner)
+            self.emit("if c is not None:", inner)
+            self.emit("m = c", inner + 1)
         if info.ws:
             self.emit("if m is None and not eos:", level)
             self.emit("# a trailing whitespace run may still become a match", level + 1)
@@ -282,62 +300,6 @@ class _ScanWriter:
             self.emit(f"d = {name}.match(buf, i, partial=not eos)", level + 1)
             self.emit("if d is not None and (c is None or not d.partial):", level + 1)
             self.emit("c = d", level + 2)
-
-    def _prefix_candidates(self, name: str, info: Any, level: int) -> None:
-        """Run the regex only where one of its required literal prefixes occurs (found with
-        ``str.find``), and, while streaming, where the buffer ends in a proper beginning of
-        one (the earliest such place: a proper beginning of a prefix is a partial match)."""
-        prefixes = list(info.prefixes)
-        shown = ", ".join(comment_text(p) for p in prefixes)
-        lead_in = "whitespace, then " if info.ws else ""
-        self.emit(f"# every match is {lead_in}one of: {shown}; try the regex only there", level)
-        self.emit("m = None", level)
-        if not self.first:
-            # past the best candidate or held text, only a complete match that overrides an
-            # earlier partial one can change the result
-            self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
-        start = "j" if info.ws else "i"  # where a match at this candidate would start
-        # the first candidate past the bound ends the search (for a whitespace-led pattern
-        # its whitespace may reach back before the bound: no limit then)
-        self._find_first(prefixes, "pos", level, "" if self.first or info.ws else "bound")
-        self.emit("while i >= 0:", level)
-        if info.ws:
-            self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
-        if not self.first:
-            self.emit(f"if {start} > bound and m is None:", level + 1)
-            self.emit("break", level + 2)
-        self._try_at(name, info, start, level + 1)
-        self.emit("if c is not None:", level + 1)
-        self.emit("if not c.partial:", level + 2)
-        self.emit("m = c  # the leftmost complete match", level + 3)
-        self.emit("break", level + 3)
-        self.emit("if m is None:", level + 2)
-        self.emit("m = c  # the leftmost partial one, unless a complete one follows", level + 3)
-        self._find_first(prefixes, "i + 1", level + 1)
-        longest = max(len(prefix) for prefix in prefixes)
-        self.emit("if not eos and (m is None or m.partial):", level)
-        self.emit("# the buffer may end in a prefix being written: a candidate after those above,", level + 1)
-        self.emit("# which counts if it comes before a partial match found there", level + 1)
-        lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
-        self.emit(f"i = {self.tail_in(tuple(prefixes), lo)}", level + 1)
-        self.emit("if i < n and (m is None or i < m.start()):", level + 1)
-        if info.ws:
-            self.emit("j = _base.ws_run_start(buf, pos, i)", level + 2)
-        inner = level + 2
-        if not self.first:
-            # a partial match there holds from its start: nothing changes unless that is
-            # before the hold, and not after the best candidate
-            self.emit(f"if {start} <= bound and {start} < hold:", level + 2)
-            inner += 1
-        self._try_at(name, info, start, inner)
-        self.emit("if c is not None:", inner)
-        self.emit("m = c", inner + 1)
-        if info.ws:
-            self.emit("if m is None and not eos:", level)
-            self.emit("# a trailing whitespace run may still become a match", level + 1)
-            self.emit("i = _base.ws_run_start(buf, pos, n)", level + 1)
-            self.emit("if i < hold:", level + 1)
-            self.emit("hold = i", level + 2)
 
     def _memo_check(self, w: Watch, d: Delimiter) -> None:
         head, tail = d.gap

@@ -508,20 +508,7 @@ class ParserBase:
                     value = finish[cur](head + buf[pos:begin] if head else buf[pos:begin], caps)
                     if table and typed[cur]:
                         value = coerce_value(value, table)
-                    name = cls.FIELDS[cur]
-                    join = joins[cur]
-                    if join is not None:
-                        if not isinstance(value, str):
-                            raise ValueError(
-                                f"field {name!r}: 'join' needs every block to parse to a string, "
-                                f"got {type(value).__name__}"
-                            )
-                        previous = out.get(name)
-                        out[name] = value if previous is None else previous + join + value
-                    elif repeats[cur]:
-                        out.setdefault(name, []).append(value)
-                    else:
-                        out[name] = value
+                    _store(out, cls.FIELDS[cur], value, joins[cur], repeats[cur])
                     head = ""
                 pos = end
                 if action is None:
@@ -703,20 +690,7 @@ class ParserBase:
             value = self.FINISH[cur](self._take_body(), self._caps)
             if self._tools and self.TYPED[cur]:
                 value = coerce_value(value, self._tools)
-            out = self._out
-            join = self.JOIN[cur]
-            if join is not None:
-                if not isinstance(value, str):
-                    raise ValueError(
-                        f"field {name!r}: 'join' needs every block to parse to a string, "
-                        f"got {type(value).__name__}"
-                    )
-                previous = out.get(name)
-                out[name] = value if previous is None else previous + join + value
-            elif self.REPEATS[cur]:
-                out.setdefault(name, []).append(value)
-            else:
-                out[name] = value
+            _store(self._out, name, value, self.JOIN[cur], self.REPEATS[cur])
             if events is not None:
                 events.append({"type": "region_close", "field": name, "value": value})
         self._reset()
@@ -779,6 +753,20 @@ class ParserBase:
         self._big.clear()
         self._opened = False
         self._opened_at = -1
+
+def _store(out: dict, name: str, value: Any, join: str | None, repeats: bool) -> None:
+    """Put a closed region's value into the message: joined to the field's earlier blocks
+    (``join``), appended to its list (``repeats``), or set."""
+    if join is not None:
+        if not isinstance(value, str):
+            raise ValueError(f"field {name!r}: 'join' needs every block to parse to a string, got {type(value).__name__}")
+        previous = out.get(name)
+        out[name] = value if previous is None else previous + join + value
+    elif repeats:
+        out.setdefault(name, []).append(value)
+    else:
+        out[name] = value
+
 
 def _final_message(parser: Any, out: dict) -> dict:
     """The message: ``out`` less the empty values of fields not in the defaults, once every
