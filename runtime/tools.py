@@ -149,8 +149,9 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     """Map each tool's name to its parameters' schemas (``properties``).
 
     Dict tools are referenced, not copied, and a parameter's types are read from its
-    schema the first time the tool is called (see ``ToolTypes.casts``); functions are
-    converted from their type hints here, so a hint that cannot be typed fails at once.
+    schema each time an argument is cast (see ``coerce_value``), as the reference does;
+    functions are converted from their type hints here, so a hint that cannot be typed
+    fails at once.
     """
     table = ToolTypes()
     for tool in tools or ():

@@ -699,3 +699,19 @@ def test_typing_applies_to_any_field_shaped_like_a_tool_call():
     }
     message = both('<c>{"name": "set_alarm", "arguments": {"hour": "7"}}</c>', template, [set_alarm])
     assert_same(message, {"calls": {"function": {"name": "set_alarm", "arguments": {"hour": 7}}}})
+
+
+def test_schema_changed_in_place_between_calls_is_read_again_like_the_reference():
+    """A parameter's schema is read when an argument is cast, as the reference reads it:
+    a schema changed in place between two calls of one stream types the second call anew."""
+    results = []
+    for make in (lambda tools: respc.ResponseParser(JSON_TEMPLATE, "", tools=tools), lambda tools: RefParser(JSON_TEMPLATE, "", tools=tools)):
+        tools = [schema_tool({"x": {"type": "integer"}})]
+        parser = make(tools)
+        events = parser.feed(json_call("f", {"x": "7"}))
+        tools[0]["function"]["parameters"]["properties"]["x"]["type"] = "string"
+        events += parser.feed(json_call("f", {"x": "8"}))
+        message, final = parser.finalize()
+        results.append((events, final, message))
+    assert_same(results[0], results[1])
+    assert [call["function"]["arguments"]["x"] for call in results[0][2]["tool_calls"]] == [7, "8"]
