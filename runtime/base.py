@@ -463,6 +463,8 @@ class ParserBase:
             raise ValueError(PREFIX_REQUIRED)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         if not cls.ONE_PASS:
             return cls(prefix, tools=tools).parse_rest(text)
         # Only what the generated scans read lives on the instance (_off, _ban, _memo).
@@ -508,7 +510,10 @@ class ParserBase:
                     value = finish[cur](head + buf[pos:begin] if head else buf[pos:begin], caps)
                     if table and typed[cur]:
                         value = coerce_value(value, table)
-                    _store(out, cls.FIELDS[cur], value, joins[cur], repeats[cur])
+                    if joins[cur] is None and not repeats[cur]:
+                        out[cls.FIELDS[cur]] = value
+                    else:
+                        _store(out, cls.FIELDS[cur], value, joins[cur], repeats[cur])
                     head = ""
                 pos = end
                 if action is None:
@@ -771,9 +776,15 @@ def _store(out: dict, name: str, value: Any, join: str | None, repeats: bool) ->
 def _final_message(parser: Any, out: dict) -> dict:
     """The message: ``out`` less the empty values of fields not in the defaults, once every
     required field is known to be there."""
-    missing = [name for name in parser.REQUIRED if name not in out]
-    if missing:
-        raise ValueError(f"required field(s) {missing} (optional: false) did not appear in the parsed output")
+    if parser.REQUIRED:
+        missing = [name for name in parser.REQUIRED if name not in out]
+        if missing:
+            raise ValueError(f"required field(s) {missing} (optional: false) did not appear in the parsed output")
+    for value in out.values():
+        if value is None or (not value and isinstance(value, (list, dict, str))):
+            break
+    else:
+        return out  # nothing to leave out (the common case)
     defaults = parser.DEFAULTS
     return {k: v for k, v in out.items() if k in defaults or not _is_empty(v)}
 

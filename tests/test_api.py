@@ -259,3 +259,14 @@ def test_same_dict_object_mutated_in_place_is_compiled_again():
     template["defaults"] = {"n": 3}
     assert respc.compile_template(template).parse("", prefix="") == {"n": 3}
     assert respc.compile_template(template) is respc.compile_template(template)
+
+
+def test_parse_whole_checks_its_arguments():
+    Parser = respc.load("qwen3").Parser
+    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+        Parser.parse_whole("", None)
+    with pytest.raises(TypeError, match="prefix must be a str, got int"):
+        Parser.parse_whole(5, "x")
+    with pytest.raises(ValueError, match="prefix is required"):
+        Parser.parse_whole(None, "x")
+    assert Parser.parse_whole("", "hi<|im_end|>") == {"role": "assistant", "content": "hi"}
