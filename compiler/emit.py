@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from functools import lru_cache
 from typing import Any
@@ -441,14 +442,6 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
 
 
-def _common_start(strings: list[str]) -> str:
-    first, last = min(strings), max(strings)
-    k = 0
-    while k < len(first) and first[k] == last[k]:
-        k += 1
-    return first[:k]
-
-
 def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
     """The state's end-of-stream scan, when every watched delimiter starts with one literal
     of two or more characters: only where that literal occurs can anything match, so the
@@ -465,7 +458,7 @@ def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
             starts.extend(d.lead.prefixes)
         else:
             return None
-    common = _common_start(starts)
+    common = os.path.commonprefix(starts)
     if len(common) < 2:
         return None
     name = "_end_free" if s.free else f"_end_{idents[s.index]}"

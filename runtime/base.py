@@ -50,7 +50,6 @@ __all__ = [
     "PREFIX_REQUIRED",
     "REGEX_WS",
     "partial_start",
-    "partial_start_any",
     "prefix_partial",
     "quiet_cut",
     "quiet_table",
@@ -146,7 +145,7 @@ class ParserBase:
     TYPED: ClassVar[tuple[bool, ...]] = ()
     #: characters of consumed input that scans may look back on (-1: all)
     CONTEXT: ClassVar[int] = 0
-    #: a whole output may be parsed in one end-of-stream pass (see parse_rest)
+    #: a whole output may be parsed in one end-of-stream pass (see parse_whole)
     ONE_PASS: ClassVar[bool] = True
     #: per state (field index; the free state last): the scan function
     SCANS: ClassVar[tuple[Callable, ...]] = ()
@@ -432,32 +431,17 @@ class ParserBase:
         self._process(events, True, "")
         return self._message(), events
 
-    def parse_rest(self, text: str) -> dict:
-        """``feed(text)`` and then ``finalize()``, returning only the message.
-
-        With no events to report, the text is scanned once, at end of stream: a match
-        that a feed would hold at the end of ``text`` is decided by the end-of-stream
-        scan from the same position, so the message is the same. This is what
-        ``CompiledTemplate.parse`` uses. Templates with ``\\G`` (which matches where each
-        scan starts, so where feed and finalize each start matters) feed and finalize.
-        """
-        if self._finalized:
-            raise RuntimeError("this parser is already finalized; create a new one for the next generation")
-        if not self.ONE_PASS:
-            self.feed(text)
-            return self.finalize()[0]
-        self._settle()
-        self._process(None, True, text if text else "")  # None: no events to build
-        return self._message()
-
     @classmethod
     def parse_whole(cls, prefix: str | None, text: str, tools: Iterable[dict | Callable] | None = None) -> dict:
         """The message of a whole output: what ``cls(prefix, tools=tools)``, ``feed(text)``
         and ``finalize()`` give, without building a streaming parser or any event.
 
-        The (cut) prefix is scanned as a feed would scan it, then the text once at end of
-        stream (see ``parse_rest``); a region's body is the slice of the input between
-        its delimiters. Templates with ``\\G`` take the streaming parser's way.
+        The (cut) prefix is scanned as a feed would scan it, then the text once, at end
+        of stream: a match that a feed would hold at the end of ``text`` is decided by the
+        end-of-stream scan from the same position, so the message is the same. A region's
+        body is the slice of the input between its delimiters. Templates with ``\\G``
+        (which matches where each scan starts, so where feed and finalize each start
+        matters) feed and finalize.
         """
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
@@ -466,7 +450,9 @@ class ParserBase:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if not cls.ONE_PASS:
-            return cls(prefix, tools=tools).parse_rest(text)
+            parser = cls(prefix, tools=tools)
+            parser.feed(text)
+            return parser.finalize()[0]
         # Only what the generated scans read lives on the instance (_off, _ban, _memo).
         self = cls.__new__(cls)
         self._ban = -1
@@ -510,10 +496,7 @@ class ParserBase:
                     value = finish[cur](head + buf[pos:begin] if head else buf[pos:begin], caps)
                     if table and typed[cur]:
                         value = coerce_value(value, table)
-                    if joins[cur] is None and not repeats[cur]:
-                        out[cls.FIELDS[cur]] = value
-                    else:
-                        _store(out, cls.FIELDS[cur], value, joins[cur], repeats[cur])
+                    _store(out, cls.FIELDS[cur], value, joins[cur], repeats[cur])
                     head = ""
                 pos = end
                 if action is None:
@@ -541,7 +524,7 @@ class ParserBase:
         return self._out
 
     # --- the state machine -------------------------------------------------
-    def _process(self, events: list[dict] | None, eos: bool, text: str) -> None:
+    def _process(self, events: list[dict], eos: bool, text: str) -> None:
         """Scan and commit delimiters over ``held + text`` (the slow path; see the module doc)."""
         if self._more or self._more_blocks:
             self._held = "".join([self._held, *self._more_blocks, *self._more])
@@ -636,11 +619,10 @@ class ParserBase:
         # count the chunks not yet in _done (see _settle) from the block's length: cheaper
         # than their lengths one by one when most of them are uncounted
         mark = self._mark
-        if mark < len(parts):
-            if mark * 2 <= len(parts):
-                self._done += len(block) - (sum(map(len, parts[:mark])) if mark else 0)
-            else:
-                self._done += sum(map(len, parts[mark:]))
+        if mark * 2 <= len(parts):
+            self._done += len(block) - sum(map(len, parts[:mark]))
+        else:
+            self._done += sum(map(len, parts[mark:]))
         blocks = self._blocks
         blocks.append(block)
         parts.clear()
@@ -661,30 +643,27 @@ class ParserBase:
         body = self._acc = "".join(pieces)
         return body
 
-    def _accumulate(self, events: list[dict] | None, text: str) -> None:
+    def _accumulate(self, events: list[dict], text: str) -> None:
         if self._cur < 0:
             return  # no region is open and the template has no implicit field
         if not self._opened:
             self._opened = True
-            if events is not None:
-                events.append({"type": "region_open", "field": self._name})
+            events.append({"type": "region_open", "field": self._name})
         parts = self._parts
         parts.append(text)  # the caller counts it into _done
         self._mark = len(parts)
         if len(parts) > _MERGE_PARTS:
             self._compact()
-        if events is not None:
-            events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
+        events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
-    def _open(self, events: list[dict] | None, index: int, match: Any, start: int, end: int) -> None:
+    def _open(self, events: list[dict], index: int, match: Any, start: int, end: int) -> None:
         self._enter(index)
         self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         self._opened = True
         self._opened_at = start + self._off if start == end else -1
-        if events is not None:
-            events.append({"type": "region_open", "field": self._name})
+        events.append({"type": "region_open", "field": self._name})
 
-    def _close_current(self, events: list[dict] | None) -> None:
+    def _close_current(self, events: list[dict]) -> None:
         if not self._opened:
             if self._state != len(self.FIELDS):
                 self._reset()
@@ -696,8 +675,7 @@ class ParserBase:
             if self._tools and self.TYPED[cur]:
                 value = coerce_value(value, self._tools)
             _store(self._out, name, value, self.JOIN[cur], self.REPEATS[cur])
-            if events is not None:
-                events.append({"type": "region_close", "field": name, "value": value})
+            events.append({"type": "region_close", "field": name, "value": value})
         self._reset()
 
     @classmethod
@@ -927,8 +905,9 @@ def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:
 def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str]) -> int:
     """The earliest ``k >= lo`` where ``buf[k:]`` is one of ``beginnings`` (the proper
     beginnings of some literals, whose first characters are ``firsts``); ``len(buf)``
-    when there is none. With ``lo`` at most the longest literal's length less one from
-    the end, this is :func:`partial_start_any` of those literals."""
+    when there is none. With ``lo`` no earlier than the longest literal's length less one
+    from the end, that is where the earliest tail that may still grow into one of the
+    literals starts (what :func:`partial_start` finds for one literal)."""
     best = len(buf)
     for c in firsts:
         k = buf.find(c, lo, best)
@@ -937,14 +916,4 @@ def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str]) -> int:
                 best = k
                 break
             k = buf.find(c, k + 1, best)
-    return best
-
-
-def partial_start_any(buf: str, pos: int, lits: tuple[str, ...]) -> int:
-    """:func:`partial_start` for a set of literals: the earliest start of any of them."""
-    best = len(buf)
-    for lit in lits:
-        i = partial_start(buf, pos, lit)
-        if i < best:
-            best = i
     return best

@@ -23,12 +23,10 @@ from typing import Any
 __all__ = ["ToolTypes", "tool_types", "coerce_value"]
 
 
-class ToolTypes(dict):
-    """Tool name -> its parameters' JSON schemas (``properties``), as ``tool_types`` reads
-    them from the request's tools. Schemas are read when a call's argument is cast (see
-    ``coerce_value``), and only for arguments that are strings."""
-
-    __slots__ = ()
+#: Tool name -> its parameters' JSON schemas (``properties``), as ``tool_types`` reads them
+#: from the request's tools. Schemas are read when a call's argument is cast (see
+#: ``coerce_value``), and only for arguments that are strings.
+ToolTypes = dict[str, dict]
 
 
 _INF = float("inf")
@@ -153,7 +151,7 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     functions are converted from their type hints here, so a hint that cannot be typed
     fails at once.
     """
-    table = ToolTypes()
+    table: ToolTypes = {}
     for tool in tools or ():
         if not isinstance(tool, dict) and (inspect.isfunction(tool) or inspect.ismethod(tool)):
             table[tool.__name__] = _function_properties(tool)

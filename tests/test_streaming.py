@@ -139,7 +139,7 @@ def test_quiet_path_rearms_both_first_characters_after_a_state_change():
 @pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere"])
 @pytest.mark.parametrize("cut", [None, -1, -3, -9, -17])
 def test_one_pass_parse_equals_feed_then_finalize(name, cut):
-    """CompiledTemplate.parse scans the text once at end of stream (parse_rest); the
+    """CompiledTemplate.parse scans the text once at end of stream (parse_whole); the
     message must equal feed + finalize's and the reference's, also when the text ends
     inside a delimiter (cut)."""
     template = _bundled(name)
