@@ -329,7 +329,9 @@ def main() -> int:
     COLD = args.cold
     repeats = 5 if args.quick else 15
     workloads = [load_workload(name) for name in WORKLOADS]
-    print(f"respc {respc.__version__}; reference: {'transformers 5.23.0' if RefParser else 'not installed'}; "
+    runtime = "compiled runtime" if respc.COMPILED_RUNTIME else "pure-Python runtime"
+    print(f"respc {respc.__version__} ({runtime}); "
+          f"reference: {'transformers 5.23.0' if RefParser else 'not installed'}; "
           f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs"
           f"{' (cold: full garbage collection before every sample)' if COLD else ''}\n")
     sections = {

@@ -20,6 +20,10 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "compiler")) and
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 del _root
 
+from . import _native  # noqa: E402
+
+_native.install()  # RESPC_PURE_PYTHON=1: the runtime's Python sources, not its compiled modules
+
 from ._version import __version__  # noqa: E402
 from .api import (  # noqa: E402
     CompiledTemplate,
@@ -32,8 +36,13 @@ from .api import (  # noqa: E402
 )
 from .compiler import TemplateError  # noqa: E402
 
+#: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
+#: compiler are available), False when it runs from its Python sources
+COMPILED_RUNTIME: bool = _native.compiled_runtime()
+
 __all__ = [
     "__version__",
+    "COMPILED_RUNTIME",
     "CompiledTemplate",
     "ResponseParser",
     "TemplateError",

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import COMPILED_RUNTIME
 from ._version import __version__
 
 EXIT_USAGE = 2
@@ -158,7 +159,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="respc", description="The response-template compiler.")
-    parser.add_argument("--version", action="version", version=f"respc {__version__}")
+    parser.add_argument("--version", action="version", version=f"respc {__version__} ({'compiled' if COMPILED_RUNTIME else 'pure-Python'} runtime)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="compile a template to its Python parser module")

@@ -178,14 +178,10 @@ class ParserBase:
     MEMO_STATES: ClassVar[tuple[int, ...]] = ()
     MEMO_TAILS: ClassVar[tuple[str, ...]] = ()
 
-    #: per state: MARKS prepared for quiet_cut (filled in for each generated class)
+    #: per state: MARKS prepared for quiet_cut (filled in for each generated class by _modes)
     _QUIET: ClassVar[tuple[tuple | None, ...]] = ()
     #: per state: what entering it sets (see _modes)
     _MODES: ClassVar[tuple[tuple, ...]] = ()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._QUIET = tuple(None if marks is None else quiet_table(marks) for marks in cls.MARKS)
 
     # --- public API --------------------------------------------------------
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
@@ -683,6 +679,7 @@ class ParserBase:
         """Per state, everything entering it sets (see ``_enter``), worked out once per class."""
         modes = cls.__dict__.get("_MODES")
         if modes is None:
+            cls._QUIET = tuple(None if marks is None else quiet_table(marks) for marks in cls.MARKS)
             modes = []
             for state in range(len(cls.FIELDS) + 1):
                 cur = state if state < len(cls.FIELDS) else cls.IMPLICIT

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -379,6 +380,9 @@ class Stats:
         ]
         if self.shape:
             lines.append(f"  output shape: {dict(sorted(self.shape.items()))}")
+        respc_mod = sys.modules.get("respc")
+        if respc_mod is not None and hasattr(respc_mod, "COMPILED_RUNTIME"):
+            lines.append(f"  runtime: {'compiled' if respc_mod.COMPILED_RUNTIME else 'pure-Python'}")
         return "\n".join(lines)
 
 

@@ -1,0 +1,52 @@
+"""Which runtime runs: the compiled one or its Python sources.
+
+``pip install .`` compiles the runtime's hot modules with Cython where it can (see
+setup.py; the sources stay in the package beside them). The compiled modules are the
+same code, so they give the same events and messages; Python's import system prefers
+them. Setting ``RESPC_PURE_PYTHON=1`` before respc is imported makes it import the
+Python sources instead: for a debugger or a line profiler, or to compare the two.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+#: the modules setup.py compiles (its NATIVE table; tests/test_native.py checks both agree)
+NATIVE_MODULES = ("respc.runtime.base", "respc.runtime.content", "respc.runtime.tools")
+
+#: the environment variable that asks for the Python sources
+PURE_PYTHON_ENV = "RESPC_PURE_PYTHON"
+
+
+def pure_python_requested() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+class _SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the ``.py`` source of a compiled runtime module (ahead of the extension)."""
+
+    def find_spec(self, fullname, path, target=None):  # noqa: ANN001 - the finder protocol
+        if fullname not in NATIVE_MODULES or not path:
+            return None
+        leaf = fullname.rpartition(".")[2] + ".py"
+        for entry in path:
+            source = os.path.join(entry, leaf)
+            if os.path.isfile(source):
+                loader = importlib.machinery.SourceFileLoader(fullname, source)
+                return importlib.util.spec_from_file_location(fullname, source, loader=loader)
+        return None
+
+
+def install() -> None:
+    """Put the source finder first on ``sys.meta_path`` if the sources were asked for."""
+    if pure_python_requested() and not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFinder())
+
+
+def compiled_runtime() -> bool:
+    """True when each of the runtime's compilable modules was imported as an extension module."""
+    return all(not importlib.import_module(name).__file__.endswith(".py") for name in NATIVE_MODULES)

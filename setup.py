@@ -1,0 +1,102 @@
+"""Build hook: compile the runtime's hot modules with Cython, when that is possible.
+
+Everything else about the distribution is declared in pyproject.toml. The modules
+listed in NATIVE are plain Python and stay importable as such; compiled, they run
+the same code as C (ParserBase becomes an extension type, see runtime/base.pxd).
+The compiled build is optional: without Cython or a C compiler, or with
+``RESPC_PURE_PYTHON_BUILD=1`` set, the wheel holds the pure-Python runtime alone
+and a warning says so. Editable installs (``pip install -e .``) build nothing, so
+edits to the sources take effect at once; ``RESPC_BUILD_INPLACE=1`` overrides that.
+At run time, ``RESPC_PURE_PYTHON=1`` makes an installed compiled runtime import its
+Python sources instead (see respc/_native.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+#: the compiled modules: the streaming parser base, content parsers, tool typing
+NATIVE = {
+    "respc.runtime.base": "runtime/base.py",
+    "respc.runtime.content": "runtime/content.py",
+    "respc.runtime.tools": "runtime/tools.py",
+}
+
+#: Cython directives. annotation_typing is off: the annotations document, they must not
+#: turn into C type checks (the compiled and the pure runtime behave the same).
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "embedsignature": True}
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _warn(message: str) -> None:
+    print(f"respc setup: {message}; the pure-Python runtime is used", file=sys.stderr)
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that leaves a module pure Python where it cannot be compiled."""
+
+    def run(self) -> None:
+        if self.inplace and not _flag("RESPC_BUILD_INPLACE"):
+            return  # an editable install: compiled modules would hide edits to the sources
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - no compiler: still a working install
+            _warn(f"the compiled runtime could not be built ({exc})")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            _warn(f"{ext.name} could not be compiled ({exc})")
+
+
+def _stage_declarations() -> str:
+    """Lay out the .pxd files under their module names, where Cython looks them up.
+
+    The sources sit in runtime/ but build the modules respc.runtime.*, and Cython finds the
+    declarations that augment a module (runtime/base.pxd) by that module's dotted name.
+    """
+    root = os.path.join("build", "cython", "include")
+    for name, path in NATIVE.items():
+        declarations = path[: -len(".py")] + ".pxd"
+        if not os.path.isfile(declarations):
+            continue
+        package = os.path.join(root, *name.split(".")[:-1])
+        os.makedirs(package, exist_ok=True)
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            init = os.path.join(root, *parts[:depth], "__init__.pxd")
+            if not os.path.exists(init):
+                open(init, "w").close()
+        shutil.copyfile(declarations, os.path.join(package, parts[-1] + ".pxd"))
+    return root
+
+
+def extensions() -> list[Extension]:
+    if _flag("RESPC_PURE_PYTHON_BUILD"):
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        _warn("Cython is not installed")
+        return []
+    modules = [Extension(name, [path]) for name, path in NATIVE.items()]
+    try:
+        include = _stage_declarations()
+        return cythonize(
+            modules, compiler_directives=DIRECTIVES, include_path=[include], build_dir="build/cython", quiet=True, force=True
+        )
+    except Exception as exc:  # noqa: BLE001
+        _warn(f"Cython failed ({exc})")
+        return []
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
