@@ -56,6 +56,9 @@ class OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001
             _warn(f"{ext.name} could not be compiled ({exc})")
+            stale = self.get_ext_fullpath(ext.name)  # an earlier build's, of older sources
+            if os.path.exists(stale):
+                os.remove(stale)
 
 
 def _stage_declarations() -> str:

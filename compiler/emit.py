@@ -237,9 +237,15 @@ class _ScanWriter:
             # earlier partial one can change the result
             self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
         start = "j" if info.ws else "i"  # where a match at this candidate would start
-        # the first prefix found past the bound ends the search (for a whitespace-led
-        # pattern its whitespace may reach back before the bound: no limit then)
-        upto = "bound" if by_prefix and not (self.first or info.ws) else ""
+        # the first prefix found past the bound ends the search; for a whitespace-led
+        # pattern, past the whitespace run that starts at the bound (a match starts where
+        # the run before its prefix does, so within that run it still starts by the bound)
+        upto = ""
+        if by_prefix and not self.first:
+            upto = "bound"
+            if info.ws:
+                self.emit("top = _base.ws_run_end(buf, bound)", level)
+                upto = "top"
         self._find_first(looked, "pos", level, upto)
         self.emit("while i >= 0:", level)
         if info.ws:
