@@ -244,7 +244,8 @@ class _ScanWriter:
         if by_prefix and not self.first:
             upto = "bound"
             if info.ws:
-                self.emit("top = _base.ws_run_end(buf, bound)", level)
+                # (while streaming the buffer is short: not worth a call)
+                self.emit("top = _base.ws_run_end(buf, bound) if eos and bound < n else n", level)
                 upto = "top"
         self._find_first(looked, "pos", level, upto)
         self.emit("while i >= 0:", level)

@@ -225,7 +225,7 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: <tool_call>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound)
+        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("<tool_call>", pos, top + 11)
         while i >= 0:
             j = _base.ws_run_start(buf, pos, i)
@@ -267,7 +267,7 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: <|endoftext|>, <|im_end|>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound)
+        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("<|endoftext|>", pos, top + 13)
         j = buf.find("<|im_end|>", pos, top + 10)
         if j >= 0 and (i < 0 or j < i):
