@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
-from .regexinfo import lazy_group_split
+from .regexinfo import lazy_group_split, word_key_head
 from .validate import PLACEHOLDER
 
 __all__ = ["literal", "render_module", "format_source"]
@@ -117,7 +117,11 @@ def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
     if f.content == "xml-inline":
         split = lazy_group_split(args["tag_pattern"])
         if split is not None:
-            hints = f", {literal({'tag_split': split})}"
+            found: dict = {"tag_split": split}
+            key_head = word_key_head(split[0])
+            if key_head is not None:
+                found["key_head"] = key_head
+            hints = f", {literal(found)}"
     preamble = [
         f"# {comment_text(f.path)}.content: {comment_text(f.content)}, bound once to its content_args",
         f"{parser_name} = _content.make_parser({literal(f.content)}, {literal(args)}{hints})",

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lead", "gap_split", "is_zero_width", "lazy_group_split", "lead", "lookback"]
+import regex
+
+__all__ = ["Lead", "gap_split", "is_zero_width", "lazy_group_split", "lead", "lookback", "word_key_head"]
 
 _META = set(".^$*+?{}[]\\|()")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
@@ -332,6 +334,36 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     if text is None:
         return None
     return head, text
+
+
+_KEY_GROUP = "(?P<key>\\w+)"
+_WORD = regex.compile(r"\w")  # one character \w matches
+
+
+def word_key_head(head: str) -> tuple[str, str, bool] | None:
+    """Split a tag head ``OPEN(?P<key>\\w+)CLOSE`` (then optionally ``\\s*``), both literal,
+    into ``(OPEN's text, CLOSE's text, has \\s*)``, or None for another shape.
+
+    CLOSE must start with a character ``\\w`` does not match: then a match at a position
+    where OPEN occurs has the whole run of word characters after it as its key, and CLOSE
+    is the first occurrence of CLOSE after OPEN. So the head can be found with
+    ``str.find`` and the key checked as a run of ASCII word characters (other keys are
+    asked of the regex; see ``runtime/content.py`` and the property test in
+    tests/test_regexinfo.py). Qwen3-Coder's ``<parameter=(?P<key>\\w+)>\\s*`` is one.
+    """
+    if "(?" in head.replace("(?:", "").replace(_KEY_GROUP, ""):
+        return None  # inline flags, other groups with names: not handled
+    at = head.find(_KEY_GROUP)
+    if at <= 0:
+        return None
+    rest = head[at + len(_KEY_GROUP) :]
+    ws = rest.endswith("\\s*") and not rest.endswith("\\\\s*")
+    if ws:
+        rest = rest[: -len("\\s*")]
+    opening, closing = _literal_text(head[:at]), _literal_text(rest)
+    if opening is None or closing is None or _WORD.match(closing[0]):
+        return None
+    return opening, closing, ws
 
 
 def lazy_group_split(pattern: str, group: str = "value") -> tuple[str, bool, str] | None:

@@ -89,7 +89,10 @@ _parse_tool_calls = _content.make_parser(
         "tag_pattern": "<parameter=(?P<key>\\w+)>\\s*(?P<value>.*?)\\s*</parameter>",
         "value_parser": {"name": "json", "args": {"allow_non_json": True}},
     },
-    {"tag_split": ("<parameter=(?P<key>\\w+)>\\s*", True, "</parameter>")},
+    {
+        "tag_split": ("<parameter=(?P<key>\\w+)>\\s*", True, "</parameter>"),
+        "key_head": ("<parameter=", ">", True),
+    },
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import regex
 
 from .base import REGEX_WS as _WS
+from .base import ws_run_end
 
 __all__ = [
     "PARSER_NAMES",
@@ -194,7 +195,9 @@ def _value_parser(spec: dict | None) -> Parser | None:
 
 
 def _tag_matches(
-    tag_pattern: str, tag_split: tuple[str, bool, str] | None
+    tag_pattern: str,
+    tag_split: tuple[str, bool, str] | None,
+    key_head: tuple[str, str, bool] | None = None,
 ) -> Callable[[str], list[tuple[Any, Any]]]:
     """``text -> [(key, value), ...]``: the ``key`` and ``value`` groups of the matches of
     ``tag_pattern``, in order (None for a group that did not take part; a missing
@@ -205,6 +208,11 @@ def _tag_matches(
     TAIL with ``str.find``, instead of the regex engine trying the tail at every
     character of the value. When TAIL does not follow HEAD's first match, the whole
     pattern is asked from that position (it may still match another way, or not at all).
+
+    With ``key_head`` as well (``(OPEN, CLOSE, ws)`` from ``compiler.regexinfo.word_key_head``
+    for a HEAD ``OPEN(?P<key>\\w+)CLOSE[\\s*]``), HEAD is found with ``str.find`` too: at
+    each OPEN, the text up to the next CLOSE is the key if it is a run of ASCII word
+    characters; a key with other characters is asked of HEAD's regex at that position.
     """
     full = regex.compile(tag_pattern, regex.DOTALL)
     # groups by number: a regex match looks a name up several times slower
@@ -225,6 +233,9 @@ def _tag_matches(
     ws, tail = tag_split[1], tag_split[2]
     full_search = full.search
     step = len(tail)
+
+    if key_head is not None and head_key is not None:
+        return _keyed_matches(key_head, head.match, head_key, tail, ws, full_search, pair)
 
     def matches(text: str) -> list[tuple[Any, Any]]:
         found = []
@@ -253,21 +264,80 @@ def _tag_matches(
     return matches
 
 
+def _keyed_matches(
+    key_head: tuple[str, str, bool],
+    head_match: Callable[..., Any],
+    head_key: int,
+    tail: str,
+    ws: bool,
+    full_search: Callable[..., Any],
+    pair: Callable[[Any], tuple[Any, Any]],
+) -> Callable[[str], list[tuple[Any, Any]]]:
+    """``_tag_matches`` for a HEAD of ``word_key_head``'s shape (see there)."""
+    opening, closing, head_ws = key_head
+    skip, close_len, step = len(opening), len(closing), len(tail)
+
+    def matches(text: str) -> list[tuple[Any, Any]]:
+        found = []
+        pos = 0
+        find = text.find
+        while True:
+            start = find(opening, pos)
+            if start < 0:
+                return found
+            k = start + skip
+            close = find(closing, k)
+            if close < 0:
+                return found  # no CLOSE after this OPEN, so none after a later one either
+            key = text[k:close]
+            if key.isascii():
+                if not key or not key.replace("_", "0").isalnum():
+                    pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
+                    continue
+                value_start = close + close_len
+                if head_ws:
+                    value_start = ws_run_end(text, value_start)
+            else:
+                match = head_match(text, start)
+                if match is None:
+                    pos = start + 1
+                    continue
+                key, value_start = match.group(head_key), match.end()
+            at = find(tail, value_start)
+            if at < 0:
+                match = full_search(text, start)
+                if match is None:
+                    return found
+                found.append(pair(match))
+                pos = match.end()
+                continue
+            end = at
+            if ws:
+                while end > value_start and text[end - 1] in _WS:
+                    end -= 1
+            found.append((key, text[value_start:end]))
+            pos = at + step
+
+    return matches
+
+
 def xml_inline_parser(
     tag_pattern: str,
     value_parser: dict | None = None,
     merge_duplicates: bool = False,
     *,
     tag_split: tuple[str, bool, str] | None = None,
+    key_head: tuple[str, str, bool] | None = None,
 ) -> Parser:
     """``xml-inline``: every match of ``tag_pattern`` adds ``key -> value`` to a dict.
 
     ``value_parser`` (``{"name": ..., "args": ...}``) parses each value;
     ``merge_duplicates`` collects repeated keys into a list instead of overwriting.
-    ``tag_split`` is the compiler's proof that the pattern can be matched in two steps
-    (see ``_tag_matches``); it changes how fast matches are found, never which.
+    ``tag_split`` is the compiler's proof that the pattern can be matched in two steps,
+    ``key_head`` that its head can be found with ``str.find`` (see ``_tag_matches``);
+    they change how fast matches are found, never which.
     """
-    tag_matches = _tag_matches(tag_pattern, tag_split)
+    tag_matches = _tag_matches(tag_pattern, tag_split, key_head)
     sub = _value_parser(value_parser)
 
     def parse(text: str) -> dict:

@@ -13,7 +13,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.regexinfo import gap_split, lazy_group_split, lead, lookback
+from respc.compiler.regexinfo import gap_split, lazy_group_split, lead, lookback, word_key_head
 from respc.runtime.content import _tag_matches
 from respc.runtime.base import REGEX_WS, ws_run_start
 
@@ -254,6 +254,55 @@ def test_lazy_group_split_examples():
         r"<(?P<key>\w+)>(?P<value>.*?)</x>+",  # not a literal tail
     ]:
         assert lazy_group_split(none) is None, none
+
+
+#: heads of word_key_head's shape, with their tails (the value group and the \s* between)
+KEYED_TAGS = [
+    (r"<parameter=(?P<key>\w+)>\s*", r"\s*</parameter>"),
+    (r"<parameter=(?P<key>\w+)>", r"</parameter>"),
+    (r"<(?P<key>\w+)>\s*", r"\s*</>"),
+    (r"<arg (?P<key>\w+)=\s*", r";"),
+    (r"a(?P<key>\w+)\.", r"\.\."),
+]
+#: pieces of those tags, near misses, ASCII and other word characters (letters, digits,
+#: marks, connector punctuation), and whitespace \s matches (ASCII and not)
+KEYED_PIECES = st.sampled_from(
+    ["<parameter=", "<parameter=", ">", "</parameter>", "<", "</>", "<arg ", "=", ";", "a", ".", "..",
+     "x", "k_1", "_", "9", "é", "ß", "٣", "\u0301", "\u203f", "²", "-", "$", " ", "\n", "\x1c", "\u2028", "\u3000"]
+)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(tag=st.sampled_from(KEYED_TAGS), pieces=st.lists(KEYED_PIECES, max_size=30))
+def test_word_key_head_finds_the_same_matches(tag, pieces):
+    """xml-inline with the head found by str.find (word_key_head) gives the regex's matches."""
+    head, tail = tag
+    pattern = head + "(?P<value>.*?)" + tail
+    split = lazy_group_split(pattern)
+    key_head = word_key_head(split[0])
+    assert key_head is not None, head
+    text = "".join(pieces)
+    want = [(m.group("key"), m.group("value")) for m in regex.compile(pattern, regex.DOTALL).finditer(text)]
+    assert _tag_matches(pattern, split, key_head)(text) == want, (pattern, text)
+
+
+def test_word_key_head_examples():
+    assert word_key_head(r"<parameter=(?P<key>\w+)>\s*") == ("<parameter=", ">", True)
+    assert word_key_head(r"<(?P<key>\w+)>") == ("<", ">", False)
+    assert word_key_head(r"<arg\ (?P<key>\w+)\=") == ("<arg ", "=", False)
+    for none in [
+        r"(?P<key>\w+)>",  # no opening literal
+        r"<(?P<key>\w+)",  # no closing literal
+        r"<a(?P<key>\w+)b",  # closing starts with a word character
+        r"<(?P<key>\w+)>\s+",  # not \s*
+        r"<(?P<key>\w+)>\\s*",  # an escaped backslash, then s*
+        r"(?i)<(?P<key>\w+)>",  # inline flags
+        r"<(?P<key>\w+)(?P<x>a)>",  # another group
+        r"<(?P<key>[a-z]+)>",  # another key class
+        r"<(?P<key>\w+?)>",  # lazy key
+        r"<.(?P<key>\w+)>",  # not a literal opening
+    ]:
+        assert word_key_head(none) is None, none
 
 
 @settings(max_examples=3000, deadline=None, derandomize=True)
