@@ -4,7 +4,8 @@
     python bench/bench.py --quick    # fewer repetitions, smaller long-stream sizes
 
 Every figure is a median over interleaved runs (respc, reference, floor, respc, ...) in
-one process, so the ratios compare like with like on a noisy, shared machine. Inputs are
+one process, and every ratio the median of the ratios within each round of runs, so the
+ratios compare like with like on a noisy, shared machine. Inputs are
 fixed files under bench/samples/ and text derived from them deterministically.
 Without transformers installed, only respc's own figures are printed.
 """
@@ -63,7 +64,24 @@ def chunks_of(text: str, size: int = 4) -> list[str]:
 COLD = False
 
 
-def interleaved(fns: dict, repeats: int, inner: int = 1) -> dict:
+class Medians(dict):
+    """Median seconds per call, by name; ``samples`` keeps every round's times."""
+
+    def __init__(self, samples: dict[str, list[float]]):
+        super().__init__({name: statistics.median(values) for name, values in samples.items()})
+        self.samples = samples
+
+    def ratio(self, a: str, b: str) -> float:
+        """The median over the rounds of ``a``'s time / ``b``'s time in the same round.
+
+        Both were timed moments apart, so a drift of the machine's speed between rounds
+        (seen here: phases where everything runs at half speed) cancels out, which a
+        ratio of the two medians does not do when the phases fall unevenly on a and b.
+        """
+        return statistics.median(x / y for x, y in zip(self.samples[a], self.samples[b]))
+
+
+def interleaved(fns: dict, repeats: int, inner: int = 1) -> Medians:
     """Median seconds per call of each callable; each sample times ``inner`` calls, and
     the callables take turns ``repeats`` times, the order rotating every round so none
     always runs right after the same other one.
@@ -93,7 +111,7 @@ def interleaved(fns: dict, repeats: int, inner: int = 1) -> dict:
     finally:
         gc.enable()
         gc.collect()
-    return {name: statistics.median(values) for name, values in times.items()}
+    return Medians(times)
 
 
 class FloorParser:
@@ -163,14 +181,14 @@ def bench_streaming(workloads: list[dict], repeats: int) -> str:
         per = {k: v / len(chunks) for k, v in med.items()}
         row = [w["name"], f"{len(w['text']) / 1024:.1f} KB", str(len(chunks)), fmt_us(per["respc"])]
         if "reference" in per:
-            row += [fmt_us(per["reference"]), f"{per['reference'] / per['respc']:.1f}x"]
-        row += [fmt_us(per["floor"]), f"{per['respc'] / per['floor']:.2f}x"]
+            row += [fmt_us(per["reference"]), f"{med.ratio('reference', 'respc'):.1f}x"]
+        row += [fmt_us(per["floor"]), f"{med.ratio('respc', 'floor'):.2f}x"]
         rows.append(row)
     headers = ["workload", "size", "chunks", "respc us/chunk"]
     if RefParser is not None:
         headers += ["reference us/chunk", "speed-up"]
     headers += ["floor us/chunk", "respc / floor"]
-    return "### Streaming, 4-character chunks\n\n" + table(headers, rows)
+    return f"### Streaming, 4-character chunks ({repeats} rounds)\n\n" + table(headers, rows)
 
 
 def long_output(size: int) -> str:
@@ -198,8 +216,9 @@ def bench_flatness(sizes: list[int], ref_max: int, repeats: int) -> str:
         if ref_template is not None and size <= ref_max:
             reps_ref = repeats if size <= 100_000 else 1
             per["reference"] = interleaved({"reference": stream_ref(ref_template, chunks)}, reps_ref)["reference"] / len(chunks)
-        base = base or per["respc"]
-        row = [f"{size / 1000:,.0f} KB", fmt_us(per["respc"]), f"{per['respc'] / base:.2f}x"]
+        base = base or size
+        scale = len(streams[base]) / len(chunks)  # per chunk
+        row = [f"{size / 1000:,.0f} KB", fmt_us(per["respc"]), f"{mine.ratio(size, base) * scale:.2f}x"]
         if ref_template is not None:
             row += [fmt_us(per["reference"]), f"{per['reference'] / per['respc']:.1f}x"] if "reference" in per else ["-", "-"]
         rows.append(row)
@@ -252,8 +271,8 @@ def bench_one_shot(workloads: list[dict], repeats: int) -> str:
         if "reference" in med:
             row += [
                 f"{med['reference'] * 1e3:.3f}",
-                f"{med['reference'] / med['compiled']:.1f}x",
-                f"{med['reference'] / med['dict']:.1f}x",
+                f"{med.ratio('reference', 'compiled'):.1f}x",
+                f"{med.ratio('reference', 'dict'):.1f}x",
             ]
         rows.append(row)
     headers = ["workload", "respc CompiledTemplate ms", "respc template dict ms"]
@@ -330,10 +349,11 @@ def main() -> int:
     runtime = "compiled runtime" if respc.COMPILED_RUNTIME else "pure-Python runtime"
     print(f"respc {respc.__version__} ({runtime}); "
           f"reference: {'transformers 5.23.0' if RefParser else 'not installed'}; "
-          f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs"
+          f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs (ratios: of the runs' ratios)"
           f"{' (cold: full garbage collection before every sample)' if COLD else ''}\n")
     sections = {
-        "streaming": lambda: bench_streaming(workloads, repeats),
+        # a round of a workload takes milliseconds: three times the rounds, for steadier ratios
+        "streaming": lambda: bench_streaming(workloads, repeats * 3),
         "flat": lambda: bench_flatness(
             [10_000, 100_000, 400_000] + ([] if args.quick else [1_600_000]), 1_600_000, repeats
         ),
