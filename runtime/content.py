@@ -234,75 +234,44 @@ def _tag_matches(
     full_search = full.search
     step = len(tail)
 
-    if key_head is not None and head_key is not None:
-        return _keyed_matches(key_head, head.match, head_key, tail, ws, full_search, pair)
+    head_match = head.match
+    # with key_head: HEAD found by str.find (OPEN, then the key up to CLOSE)
+    opening, closing, head_ws = key_head if key_head is not None and head_key is not None else (None, "", False)
+    skip, close_len = len(opening or ""), len(closing)
 
     def matches(text: str) -> list[tuple[Any, Any]]:
         found = []
         pos = 0
         find = text.find
         while True:
-            match = head_search(text, pos)
-            if match is None:
-                return found
-            value_start = match.end()
-            at = find(tail, value_start)
-            if at < 0:
-                match = full_search(text, match.start())
+            if opening is None:
+                match = head_search(text, pos)
                 if match is None:
                     return found
-                found.append(pair(match))
-                pos = match.end()
-                continue
-            end = at
-            if ws:
-                while end > value_start and text[end - 1] in _WS:
-                    end -= 1
-            found.append((None if head_key is None else match.group(head_key), text[value_start:end]))
-            pos = at + step
-
-    return matches
-
-
-def _keyed_matches(
-    key_head: tuple[str, str, bool],
-    head_match: Callable[..., Any],
-    head_key: int,
-    tail: str,
-    ws: bool,
-    full_search: Callable[..., Any],
-    pair: Callable[[Any], tuple[Any, Any]],
-) -> Callable[[str], list[tuple[Any, Any]]]:
-    """``_tag_matches`` for a HEAD of ``word_key_head``'s shape (see there)."""
-    opening, closing, head_ws = key_head
-    skip, close_len, step = len(opening), len(closing), len(tail)
-
-    def matches(text: str) -> list[tuple[Any, Any]]:
-        found = []
-        pos = 0
-        find = text.find
-        while True:
-            start = find(opening, pos)
-            if start < 0:
-                return found
-            k = start + skip
-            close = find(closing, k)
-            if close < 0:
-                return found  # no CLOSE after this OPEN, so none after a later one either
-            key = text[k:close]
-            if key.isascii():
-                if not key or not key.replace("_", "0").isalnum():
-                    pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
-                    continue
-                value_start = close + close_len
-                if head_ws:
-                    value_start = ws_run_end(text, value_start)
+                start, value_start = match.start(), match.end()
+                key = None if head_key is None else match.group(head_key)
             else:
-                match = head_match(text, start)
-                if match is None:
-                    pos = start + 1
-                    continue
-                key, value_start = match.group(head_key), match.end()
+                start = find(opening, pos)
+                if start < 0:
+                    return found
+                k = start + skip
+                close = find(closing, k)
+                if close < 0:
+                    return found  # no CLOSE after this OPEN, so none after a later one either
+                key = text[k:close]
+                if key.isascii():
+                    if not key or not key.replace("_", "0").isalnum():
+                        pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
+                        continue
+                    value_start = close + close_len
+                    if head_ws:
+                        value_start = ws_run_end(text, value_start)
+                else:
+                    match = head_match(text, start)
+                    if match is None:
+                        pos = start + 1
+                        continue
+                    key, value_start = match.group(head_key), match.end()
             at = find(tail, value_start)
             if at < 0:
                 match = full_search(text, start)
