@@ -380,7 +380,11 @@ class Parser(_base.ParserBase):
             while i >= 0:
                 if i > bound and m is None:
                     break
-                c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
+                c = (
+                    _RE_TOOL_CALLS_OPEN_0.match(buf, i)
+                    if eos
+                    else _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=True)
+                )
                 if c is not None:
                     if not c.partial:
                         m = c  # the leftmost complete match
@@ -394,7 +398,11 @@ class Parser(_base.ParserBase):
                 i = _base.tail_in(buf, n - 34 if n - 34 > pos else pos, "<", _BEGINNINGS_2)
                 if i < n and (m is None or i < m.start()):
                     if i <= bound and i < hold:
-                        c = _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=not eos)
+                        c = (
+                            _RE_TOOL_CALLS_OPEN_0.match(buf, i)
+                            if eos
+                            else _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=True)
+                        )
                         if c is not None:
                             m = c
             if m is not None and m.partial:

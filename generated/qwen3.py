@@ -234,7 +234,11 @@ class Parser(_base.ParserBase):
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
-            c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
+            c = (
+                _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
+            )
             if c is not None:
                 if not c.partial:
                     m = c  # the leftmost complete match
@@ -249,7 +253,11 @@ class Parser(_base.ParserBase):
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
-                    c = _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=not eos)
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
+                    )
                     if c is not None:
                         m = c
         if m is None and not eos:
@@ -279,7 +287,11 @@ class Parser(_base.ParserBase):
             j = _base.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
-            c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
+            c = (
+                _RE_CONTENT_CLOSE_1.match(buf, j)
+                if eos
+                else _RE_CONTENT_CLOSE_1.match(buf, j, partial=True)
+            )
             if c is not None:
                 if not c.partial:
                     m = c  # the leftmost complete match
@@ -298,7 +310,11 @@ class Parser(_base.ParserBase):
             if i < n and (m is None or i < m.start()):
                 j = _base.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
-                    c = _RE_CONTENT_CLOSE_1.match(buf, j, partial=not eos)
+                    c = (
+                        _RE_CONTENT_CLOSE_1.match(buf, j)
+                        if eos
+                        else _RE_CONTENT_CLOSE_1.match(buf, j, partial=True)
+                    )
                     if c is not None:
                         m = c
         if m is None and not eos:

@@ -499,7 +499,7 @@ class ParserBase:
                     break
                 if action >= 0:
                     state = cur = action
-                    caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+                    caps = {} if match is None else _captures(match)
                     opened = True
                     opened_at = begin + off if begin == end else -1
                 else:
@@ -654,7 +654,7 @@ class ParserBase:
 
     def _open(self, events: list[dict], index: int, match: Any, start: int, end: int) -> None:
         self._enter(index)
-        self._caps = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+        self._caps = {} if match is None else _captures(match)
         self._opened = True
         self._opened_at = start + self._off if start == end else -1
         events.append({"type": "region_open", "field": self._name})
@@ -733,6 +733,19 @@ class ParserBase:
         self._big.clear()
         self._opened = False
         self._opened_at = -1
+
+def _captures(match: Any) -> dict[str, str]:
+    """The named groups of a delimiter's match that took part, in the pattern's order: what
+    ``{k: v for k, v in match.groupdict().items() if v is not None}`` gives, without the
+    regex module's ``groupdict`` (1.4 µs against ~0.3 µs for this loop)."""
+    captures = {}
+    group = match.group
+    for name, index in match.re.groupindex.items():
+        value = group(index)
+        if value is not None:
+            captures[name] = value
+    return captures
+
 
 def _store(out: dict, name: str, value: Any, join: str | None, repeats: bool) -> None:
     """Put a closed region's value into the message: joined to the field's earlier blocks

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from respc.compiler.regexinfo import gap_split, lazy_group_split, lead, lookback, word_key_head
 from respc.runtime.content import _tag_matches
-from respc.runtime.base import REGEX_WS, ws_run_start
+from respc.runtime.base import REGEX_WS, _captures, ws_run_start
 
 FLAGS = regex.DOTALL
 ALPHABET = "ab<|. \n"
@@ -321,3 +322,21 @@ def test_a_proper_beginning_of_a_prefix_is_a_partial_match(pattern, ws, data):
     text = (ws if info.ws else "") + prefix[: data.draw(st.integers(1, len(prefix) - 1))]
     m = compiled.match(text, 0, partial=True)
     assert m is not None and m.partial and m.start() == 0, (pattern, text, m)
+
+
+@pytest.mark.parametrize(
+    "pattern, text",
+    [
+        (r"<tool_call>\s*<function=(?P<name>\w+)>", "<tool_call> <function=get>"),
+        (r"(?P<a>x)|(?P<a>y)", "y"),  # one name, two branches
+        (r"(?|(?P<a>x)|(?P<b>y))", "y"),  # branch reset
+        (r"(?P<b>q)?(?P<a>x)(z)(?P<c>w)?", "xz"),  # groups that do not take part, an unnamed one
+        (r"(?P<a>x)+(?P<e>)", "xxx"),  # a repeated group, an empty one
+        (r"to=functions\.(?P<name>[\w.]+)\s*(?P<rest>.*?)<\|message\|>", "to=functions.f <|message|>"),
+    ],
+)
+def test_captures_are_groupdict_less_the_absent(pattern, text):
+    match = regex.compile(pattern).search(text)
+    want = {k: v for k, v in match.groupdict().items() if v is not None}
+    got = _captures(match)
+    assert got == want and list(got) == list(want)
