@@ -13,6 +13,7 @@ Python sources instead (see respc/_native.py).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,20 +21,24 @@ import sys
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-#: the compiled modules: the streaming parser base, content parsers, tool typing
-NATIVE = {
-    "respc.runtime.base": "runtime/base.py",
-    "respc.runtime.content": "runtime/content.py",
-    "respc.runtime.tools": "runtime/tools.py",
-}
+def _native_table():
+    """respc/_native.py, which names the compiled modules (loaded by path: the package
+    itself cannot be imported before it is built)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "respc", "_native.py")
+    spec = importlib.util.spec_from_file_location("_respc_native", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_NATIVE = _native_table()
+#: the compiled modules (the streaming parser base, content parsers, tool typing) and their sources
+NATIVE = {name: f"runtime/{name.rpartition('.')[2]}.py" for name in _NATIVE.NATIVE_MODULES}
+_flag = _NATIVE.env_flag
 
 #: Cython directives. annotation_typing is off: the annotations document, they must not
 #: turn into C type checks (the compiled and the pure runtime behave the same).
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "embedsignature": True}
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _warn(message: str) -> None:
@@ -72,9 +77,9 @@ def _stage_declarations() -> str:
         declarations = path[: -len(".py")] + ".pxd"
         if not os.path.isfile(declarations):
             continue
-        package = os.path.join(root, *name.split(".")[:-1])
-        os.makedirs(package, exist_ok=True)
         parts = name.split(".")
+        package = os.path.join(root, *parts[:-1])
+        os.makedirs(package, exist_ok=True)
         for depth in range(1, len(parts)):
             init = os.path.join(root, *parts[:depth], "__init__.pxd")
             if not os.path.exists(init):

@@ -15,15 +15,16 @@ import importlib.util
 import os
 import sys
 
-#: the modules setup.py compiles (its NATIVE table; tests/test_native.py checks both agree)
+#: the modules setup.py compiles (from runtime/<leaf>.py; setup.py reads this table)
 NATIVE_MODULES = ("respc.runtime.base", "respc.runtime.content", "respc.runtime.tools")
 
 #: the environment variable that asks for the Python sources
 PURE_PYTHON_ENV = "RESPC_PURE_PYTHON"
 
 
-def pure_python_requested() -> bool:
-    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() not in ("", "0", "false", "no")
+def env_flag(name: str) -> bool:
+    """An environment variable set to anything but "", 0, false or no (setup.py's too)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):
@@ -43,7 +44,7 @@ class _SourceFinder(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     """Put the source finder first on ``sys.meta_path`` if the sources were asked for."""
-    if pure_python_requested() and not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
+    if env_flag(PURE_PYTHON_ENV) and not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _SourceFinder())
 
 

@@ -159,7 +159,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="respc", description="The response-template compiler.")
-    parser.add_argument("--version", action="version", version=f"respc {__version__} ({'compiled' if COMPILED_RUNTIME else 'pure-Python'} runtime)")
+    runtime = "compiled" if COMPILED_RUNTIME else "pure-Python"
+    parser.add_argument("--version", action="version", version=f"respc {__version__} ({runtime} runtime)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="compile a template to its Python parser module")

@@ -734,6 +734,7 @@ class ParserBase:
         self._opened = False
         self._opened_at = -1
 
+
 def _captures(match: Any) -> dict[str, str]:
     """The named groups of a delimiter's match that took part, in the pattern's order: what
     ``{k: v for k, v in match.groupdict().items() if v is not None}`` gives, without the
