@@ -187,8 +187,7 @@ class ParserBase:
     def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        prefix = _plain_str(prefix, "prefix")
         self._tools: ToolTypes = tool_types(tools)
         self._out: dict[str, Any] = self.new_defaults()
         self._ctx = ""  # consumed input kept for look-behind (at most CONTEXT chars)
@@ -299,6 +298,8 @@ class ParserBase:
             event = event.copy()
             event["text"] = text
             return [event]
+        if text and text.__class__ is not str:
+            text = _plain_str(text, "text")  # (None and "" are no-ops, as in the reference)
         return self._feed_scanning(text)
 
     def _feed_scanning(self, text: str, marked: bool = False) -> list[dict]:
@@ -441,10 +442,10 @@ class ParserBase:
         """
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if prefix.__class__ is not str:
+            prefix = _plain_str(prefix, "prefix")
+        if text.__class__ is not str:
+            text = _plain_str(text, "text")
         if not cls.ONE_PASS:
             parser = cls(prefix, tools=tools)
             parser.feed(text)
@@ -733,6 +734,14 @@ class ParserBase:
         self._big.clear()
         self._opened = False
         self._opened_at = -1
+
+
+def _plain_str(value: Any, what: str) -> str:
+    """``value`` as a plain ``str``: a str subclass (numpy.str_, say) is copied into one, so the
+    scans (typed for ``str`` when compiled, see base.pxd) take it; anything else is a TypeError."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    return str.__str__(value)
 
 
 def _captures(match: Any) -> dict[str, str]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import regex
 
 from .base import REGEX_WS as _WS
-from .base import ws_run_end
 
 __all__ = [
     "PARSER_NAMES",
@@ -55,6 +55,12 @@ _JSON_WS = json.decoder.WHITESPACE.match
 #: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
 _JSON_SPACE = frozenset(" \t\n\r")
 _JSON_FIRST = frozenset('{["-0123456789tfnNI')
+
+
+def _plain(text: Any) -> Any:
+    """A str subclass (numpy.str_, say) as a plain str, for the functions the compiled runtime
+    types for ``str`` (see content.pxd); other values are left for the parser to reject."""
+    return str.__str__(text) if isinstance(text, str) else text
 
 
 def _json_or_miss(text: str) -> Any:
@@ -144,6 +150,8 @@ def json_parser(
     if not delim_patterns and not unquoted_keys:
 
         def parse_plain(text: str) -> Any:
+            if text.__class__ is not str:
+                text = _plain(text)
             value = _json_or_miss(text)
             if value is not _MISS:
                 return value
@@ -218,76 +226,86 @@ def _tag_matches(
     # groups by number: a regex match looks a name up several times slower
     key_group = full.groupindex.get("key")
     value_group = full.groupindex.get("value")
-
-    def pair(match: Any) -> tuple[Any, Any]:
-        return (
-            None if key_group is None else match.group(key_group),
-            "" if value_group is None else match.group(value_group),
-        )
-
     if tag_split is None:
-        return lambda text: [pair(match) for match in full.finditer(text)]
+        return lambda text: [_pair(match, key_group, value_group) for match in full.finditer(text)]
     head = regex.compile(tag_split[0], regex.DOTALL)
-    head_search = head.search
     head_key = head.groupindex.get("key")
-    ws, tail = tag_split[1], tag_split[2]
-    full_search = full.search
-    step = len(tail)
-
-    head_match = head.match
     # with key_head: HEAD found by str.find (OPEN, then the key up to CLOSE)
     opening, closing, head_ws = key_head if key_head is not None and head_key is not None else (None, "", False)
-    skip, close_len = len(opening or ""), len(closing)
+    config = (head.search, head.match, head_key, opening, closing, head_ws, tag_split[2], tag_split[1], full.search)
+    groups = (key_group, value_group)
+    return partial(_split_matches, config, groups)
 
-    def matches(text: str) -> list[tuple[Any, Any]]:
-        found = []
-        pos = 0
-        find = text.find
-        while True:
-            if opening is None:
-                match = head_search(text, pos)
-                if match is None:
-                    return found
-                start, value_start = match.start(), match.end()
-                key = None if head_key is None else match.group(head_key)
+
+def _pair(match: Any, key_group: int | None, value_group: int | None) -> tuple[Any, Any]:
+    """A match's ``(key, value)``: None for no key group, "" for no value group."""
+    return (
+        None if key_group is None else match.group(key_group),
+        "" if value_group is None else match.group(value_group),
+    )
+
+
+def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, Any]]:
+    """The matches of a split tag pattern (see ``_tag_matches``); ``config`` is
+    ``(head search, head match, head key group, OPEN, CLOSE, ws after CLOSE, TAIL,
+    ws before TAIL, full pattern search)`` (OPEN None: the head is searched with its
+    regex), ``groups`` the full pattern's key and value group numbers.
+
+    Compiled, this is C over typed positions (runtime/content.pxd).
+    """
+    head_search, head_match, head_key, opening, closing, head_ws, tail, ws, full_search = config
+    found = []
+    n = len(text)
+    pos = 0
+    skip = 0 if opening is None else len(opening)
+    close_len = len(closing)
+    step = len(tail)
+    while True:
+        if opening is None:
+            match = head_search(text, pos)
+            if match is None:
+                return found
+            start = match.start()
+            value_start = match.end()
+            key = None if head_key is None else match.group(head_key)
+        else:
+            start = text.find(opening, pos)
+            if start < 0:
+                return found
+            k = start + skip
+            close = text.find(closing, k)
+            if close < 0:
+                return found  # no CLOSE after this OPEN, so none after a later one either
+            key = text[k:close]
+            if key.isascii():
+                if not key or not key.replace("_", "0").isalnum():
+                    pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
+                    continue
+                value_start = close + close_len
+                if head_ws:
+                    while value_start < n and text[value_start] in _WS:
+                        value_start += 1
             else:
-                start = find(opening, pos)
-                if start < 0:
-                    return found
-                k = start + skip
-                close = find(closing, k)
-                if close < 0:
-                    return found  # no CLOSE after this OPEN, so none after a later one either
-                key = text[k:close]
-                if key.isascii():
-                    if not key or not key.replace("_", "0").isalnum():
-                        pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
-                        continue
-                    value_start = close + close_len
-                    if head_ws:
-                        value_start = ws_run_end(text, value_start)
-                else:
-                    match = head_match(text, start)
-                    if match is None:
-                        pos = start + 1
-                        continue
-                    key, value_start = match.group(head_key), match.end()
-            at = find(tail, value_start)
-            if at < 0:
-                match = full_search(text, start)
+                match = head_match(text, start)
                 if match is None:
-                    return found
-                found.append(pair(match))
-                pos = match.end()
-                continue
-            end = at
-            if ws:
-                while end > value_start and text[end - 1] in _WS:
-                    end -= 1
-            found.append((key, text[value_start:end]))
-            pos = at + step
-
-    return matches
+                    pos = start + 1
+                    continue
+                key = match.group(head_key)
+                value_start = match.end()
+        at = text.find(tail, value_start)
+        if at < 0:
+            match = full_search(text, start)
+            if match is None:
+                return found
+            found.append(_pair(match, groups[0], groups[1]))
+            pos = match.end()
+            continue
+        end = at
+        if ws:
+            while end > value_start and text[end - 1] in _WS:
+                end -= 1
+        found.append((key, text[value_start:end]))
+        pos = at + step
 
 
 def xml_inline_parser(
@@ -310,6 +328,8 @@ def xml_inline_parser(
     sub = _value_parser(value_parser)
 
     def parse(text: str) -> dict:
+        if text.__class__ is not str:
+            text = _plain(text)
         out: dict[str, Any] = {}
         for key, raw in tag_matches(text):
             if key is None:

@@ -212,15 +212,19 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    properties = table.get(name)
-    if not properties:
+    found = table.get(name)
+    if not found:
         return value
+    # read as a plain dict (a copy of a dict subclass: the same keys and schemas), which the
+    # compiled runtime looks up directly (runtime/tools.pxd)
+    properties = found if found.__class__ is dict else dict(found)
     for key, argument in arguments.items():
         if isinstance(argument, str):
             schema = properties.get(key)
             if schema.__class__ is dict:
-                declared = schema.get("type")
-                if declared.__class__ is str and _UNIONS.isdisjoint(schema):
+                plain = schema
+                declared = plain.get("type")
+                if declared.__class__ is str and "anyOf" not in plain and "oneOf" not in plain and "nullable" not in plain:
                     if declared in _CASTABLE:
                         arguments[key] = _cast(argument, (declared,))
                     continue

@@ -270,3 +270,53 @@ def test_parse_whole_checks_its_arguments():
     with pytest.raises(ValueError, match="prefix is required"):
         Parser.parse_whole(None, "x")
     assert Parser.parse_whole("", "hi<|im_end|>") == {"role": "assistant", "content": "hi"}
+
+
+class _Text(str):
+    """A str subclass (numpy.str_ is one): some tokenizers and data pipelines hand these out."""
+
+
+@pytest.mark.parametrize("name", ["qwen3", "smollm3", "gpt_oss", "cohere"])
+def test_str_subclasses_parse_like_plain_str(name):
+    # The compiled runtime's scans are typed for str (runtime/base.pxd): the entry points
+    # copy a subclass into a plain str, so the message and every event are the same.
+    root = ROOT / "bench" / "samples"
+    text = (root / f"{name}.txt").read_text(encoding="utf-8")
+    prefix = (root / f"{name}.prefix.txt").read_text(encoding="utf-8")
+    tools = json.loads((root / f"{name}.tools.json").read_text(encoding="utf-8"))
+    compiled = respc.load(name)
+    expected = compiled.parse(text, prefix=prefix, tools=tools)
+    assert compiled.parse(_Text(text), prefix=_Text(prefix), tools=tools) == expected
+    assert compiled.parse([_Text(text)], prefix=[_Text(prefix)], tools=tools) == [expected]
+
+    def stream(make):
+        parser = compiled.parser(prefix=make(prefix), tools=tools)
+        events = list(parser.initial_events)
+        for i in range(0, len(text), 7):
+            events += parser.feed(make(text[i : i + 7]))
+        message, final = parser.finalize()
+        return message, events + final
+
+    assert stream(_Text) == stream(str)
+    assert stream(_Text)[0] == expected
+
+
+def test_feed_rejects_what_is_not_a_str():
+    parser = respc.load("qwen3").parser(prefix="")
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        parser.feed(b"hi")
+    with pytest.raises(TypeError, match="prefix must be a str, got bytes"):
+        respc.load("qwen3").parser(prefix=b"")
+
+
+def test_content_parsers_take_str_subclasses():
+    from respc.runtime.content import make_parser
+
+    xml = make_parser(
+        "xml-inline",
+        {"tag_pattern": r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", "value_parser": {"name": "json"}},
+        {"tag_split": (r"<parameter=(?P<key>\w+)>\s*", True, "</parameter>"), "key_head": ("<parameter=", ">", True)},
+    )
+    body = "<parameter=a>\n1\n</parameter><parameter=b>[2]</parameter>"
+    assert xml(_Text(body)) == xml(body) == {"a": 1, "b": [2]}
+    assert make_parser("json", {})(_Text(' {"x": 1} ')) == {"x": 1}

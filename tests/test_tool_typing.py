@@ -253,6 +253,33 @@ def test_nullable_false_does_not_add_null():
     assert_same(cast("null", {"type": "integer", "nullable": False}), "null")
 
 
+@pytest.mark.parametrize(
+    "schema,raw,expected",
+    [
+        ({"type": "string", "anyOf": [{"type": "integer"}]}, "7", 7),
+        ({"type": "string", "oneOf": [{"type": "boolean"}]}, "true", True),
+        ({"type": "string", "nullable": True}, "null", None),
+        ({"type": "string", "description": "d", "enum": ["7"]}, "7", "7"),
+    ],
+)
+def test_declared_string_with_a_union_key_still_casts(schema, raw, expected):
+    # a declared type plus anyOf/oneOf/nullable is read as a union, not as the plain type
+    assert_same(cast(raw, schema), expected)
+
+
+class _Properties(dict):
+    """A dict subclass, as a caller's schema may be (an OrderedDict, a custom mapping)."""
+
+
+def test_schemas_given_as_dict_subclasses_cast_the_same():
+    plain = {"n": {"type": "integer"}, "b": {"type": "boolean"}, "s": {"type": "string"}}
+    subclassed = _Properties({key: _Properties(value) for key, value in plain.items()})
+    arguments = {"n": "3", "b": "false", "s": "3"}
+    expected = {"n": 3, "b": False, "s": "3"}
+    assert_same(typed_args(arguments, [schema_tool(plain)]), expected)
+    assert_same(typed_args(arguments, [schema_tool(subclassed)]), expected)
+
+
 # --------------------------------------------------------------------------------------------------
 # tool formats
 # --------------------------------------------------------------------------------------------------

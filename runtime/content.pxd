@@ -1,0 +1,19 @@
+# Cython declarations for content.py (an "augmenting" .pxd: content.py stays plain Python).
+#
+# When the runtime is compiled (setup.py, optional), the tag matcher of xml-inline runs
+# over C integer positions, and its str methods (find, slicing, indexing) become direct
+# calls into CPython's string functions instead of attribute lookups and generic calls.
+# Only internal functions are typed, and only with the types their callers always pass
+# (text: the str body of a region), so both runtimes give the same values.
+
+cimport cython
+
+@cython.locals(
+    found=list, n=Py_ssize_t, pos=Py_ssize_t, skip=Py_ssize_t, close_len=Py_ssize_t, step=Py_ssize_t,
+    start=Py_ssize_t, value_start=Py_ssize_t, k=Py_ssize_t, close=Py_ssize_t, at=Py_ssize_t, end=Py_ssize_t,
+    opening=str, closing=str, tail=str, head_ws=bint, ws=bint,
+)
+cpdef list _split_matches(tuple config, tuple groups, str text)
+
+@cython.locals(start=Py_ssize_t, end=Py_ssize_t)
+cpdef object _json_or_miss(str text)
