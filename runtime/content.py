@@ -19,6 +19,7 @@ from typing import Any
 import regex
 
 from .base import REGEX_WS as _WS
+from .base import _plain_str
 
 __all__ = [
     "PARSER_NAMES",
@@ -55,12 +56,6 @@ _JSON_WS = json.decoder.WHITESPACE.match
 #: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
 _JSON_SPACE = frozenset(" \t\n\r")
 _JSON_FIRST = frozenset('{["-0123456789tfnNI')
-
-
-def _plain(text: Any) -> Any:
-    """A str subclass (numpy.str_, say) as a plain str, for the functions the compiled runtime
-    types for ``str`` (see content.pxd); other values are left for the parser to reject."""
-    return str.__str__(text) if isinstance(text, str) else text
 
 
 def _json_or_miss(text: str) -> Any:
@@ -151,7 +146,7 @@ def json_parser(
 
         def parse_plain(text: str) -> Any:
             if text.__class__ is not str:
-                text = _plain(text)
+                text = _plain_str(text, "text")
             value = _json_or_miss(text)
             if value is not _MISS:
                 return value
@@ -329,7 +324,7 @@ def xml_inline_parser(
 
     def parse(text: str) -> dict:
         if text.__class__ is not str:
-            text = _plain(text)
+            text = _plain_str(text, "text")
         out: dict[str, Any] = {}
         for key, raw in tag_matches(text):
             if key is None:

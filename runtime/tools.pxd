@@ -8,3 +8,5 @@ cimport cython
 
 @cython.locals(properties=dict, plain=dict)
 cpdef object coerce_value(object value, object table)
+
+cdef inline bint _adds_types(object schema)

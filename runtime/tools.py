@@ -32,8 +32,6 @@ ToolTypes = dict[str, dict]
 _INF = float("inf")
 #: the JSON types ``_cast`` can turn a string into (any other type leaves it as it is)
 _CASTABLE = frozenset({"integer", "number", "boolean", "null", "object", "array"})
-#: the schema keys besides ``type`` that ``schema_types`` reads
-_UNIONS = frozenset({"anyOf", "oneOf", "nullable"})
 _JSON_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
 _BASIC = {
     int: "integer",
@@ -47,12 +45,18 @@ _BASIC = {
 }
 
 
+def _adds_types(schema: Any) -> bool:
+    """Whether a schema has a key besides ``type`` that adds types (``anyOf``, ``oneOf``,
+    ``nullable``), which ``schema_types`` reads."""
+    return "anyOf" in schema or "oneOf" in schema or "nullable" in schema
+
+
 def schema_types(schema: Any) -> tuple[str, ...]:
     """The JSON types a parameter schema admits, in the order casting tries them."""
     if not isinstance(schema, dict):
         return ()
     declared = schema.get("type")
-    if declared.__class__ is str and _UNIONS.isdisjoint(schema):
+    if declared.__class__ is str and not _adds_types(schema):
         return (declared,)  # the common shape: one declared type, nothing that adds one
     found: list[str] = []
     if isinstance(declared, str):
@@ -222,9 +226,9 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
         if isinstance(argument, str):
             schema = properties.get(key)
             if schema.__class__ is dict:
-                plain = schema
+                plain = schema  # typed dict when compiled (tools.pxd)
                 declared = plain.get("type")
-                if declared.__class__ is str and "anyOf" not in plain and "oneOf" not in plain and "nullable" not in plain:
+                if declared.__class__ is str and not _adds_types(plain):
                     if declared in _CASTABLE:
                         arguments[key] = _cast(argument, (declared,))
                     continue
