@@ -2,7 +2,10 @@
 
 Everything else about the distribution is declared in pyproject.toml. The modules
 listed in NATIVE are plain Python and stay importable as such; compiled, they run
-the same code as C (ParserBase becomes an extension type, see runtime/base.pxd).
+the same code as C (ParserBase becomes an extension type, see runtime/base.pxd). The
+bundled templates' generated modules (GENERATED) are compiled the same way: a build
+pipeline's precompiled parsers, whose scans Cython types from their ``buf: str``
+annotations (their str methods become direct calls, their positions C integers).
 The compiled build is optional: without Cython or a C compiler, or with
 ``RESPC_PURE_PYTHON_BUILD=1`` set, the wheel holds the pure-Python runtime alone
 and a warning says so. Editable installs (``pip install -e .``) build nothing, so
@@ -35,10 +38,20 @@ _NATIVE = _native_table()
 #: the compiled modules (the streaming parser base, content parsers, tool typing) and their sources
 NATIVE = {name: f"runtime/{name.rpartition('.')[2]}.py" for name in _NATIVE.NATIVE_MODULES}
 _flag = _NATIVE.env_flag
+#: the bundled templates' generated modules, from generated/<leaf>.py
+GENERATED = {
+    f"{_NATIVE.GENERATED_PACKAGE}.{leaf[: -len('.py')]}": f"generated/{leaf}"
+    for leaf in sorted(os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "generated")))
+    if leaf.endswith(".py") and leaf != "__init__.py"
+}
 
 #: Cython directives. annotation_typing is off: the annotations document, they must not
 #: turn into C type checks (the compiled and the pure runtime behave the same).
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "embedsignature": True}
+#: for generated modules: the scans' ``buf: str`` annotation types the buffer, and local
+#: types are inferred (positions from len() and str.find() become C integers; a buffer
+#: position cannot overflow one)
+GENERATED_DIRECTIVES = {"language_level": 3, "annotation_typing": True, "infer_types": True}
 
 
 def _warn(message: str) -> None:
@@ -96,11 +109,13 @@ def extensions() -> list[Extension]:
     except ImportError:
         _warn("Cython is not installed")
         return []
-    modules = [Extension(name, [path]) for name, path in NATIVE.items()]
+    runtime = [Extension(name, [path]) for name, path in NATIVE.items()]
+    generated = [Extension(name, [path]) for name, path in GENERATED.items()]
     try:
         include = _stage_declarations()
-        return cythonize(
-            modules, compiler_directives=DIRECTIVES, include_path=[include], build_dir="build/cython", quiet=True, force=True
+        options = {"include_path": [include], "build_dir": "build/cython", "quiet": True, "force": True}
+        return cythonize(runtime, compiler_directives=DIRECTIVES, **options) + cythonize(
+            generated, compiler_directives=GENERATED_DIRECTIVES, **options
         )
     except Exception as exc:  # noqa: BLE001
         _warn(f"Cython failed ({exc})")

@@ -126,7 +126,7 @@ class Parser(_base.ParserBase):
         i = prefix.rfind("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>")
         return prefix if i < 0 else prefix[i + 40 :]
 
-    def _state_reasoning_content(self, buf, pos, eos):
+    def _state_reasoning_content(self, buf: str, pos, eos):
         # State: inside fields.reasoning_content; watches close reasoning_content.
         n = len(buf)
         hold = n
@@ -144,7 +144,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_tool_calls(self, buf, pos, eos):
+    def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
         n = len(buf)
         hold = n
@@ -162,7 +162,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_content(self, buf, pos, eos):
+    def _state_content(self, buf: str, pos, eos):
         # State: inside fields.content; watches close content.
         n = len(buf)
         hold = n
@@ -180,7 +180,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_free(self, buf, pos, eos):
+    def _state_free(self, buf: str, pos, eos):
         # State: free, in the null region (text outside every field is dropped); watches open content, open reasoning_content, open tool_calls.
         n = len(buf)
         hold = n
@@ -228,7 +228,7 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
-    def _end_free(self, buf, pos, eos):
+    def _end_free(self, buf: str, pos, eos):
         # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|START_; try them where it occurs, leftmost first, the longest at one place.
         n = len(buf)
         k = buf.find("<|START_", pos)

@@ -249,7 +249,7 @@ class Parser(_base.ParserBase):
         i = prefix.rfind("<|start|>assistant")
         return prefix if i < 0 else prefix[i + 18 :]
 
-    def _state_reasoning_content(self, buf, pos, eos):
+    def _state_reasoning_content(self, buf: str, pos, eos):
         # State: inside fields.reasoning_content; watches close reasoning_content.
         n = len(buf)
         hold = n
@@ -267,7 +267,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_tool_calls(self, buf, pos, eos):
+    def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
         n = len(buf)
         hold = n
@@ -285,7 +285,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_content(self, buf, pos, eos):
+    def _state_content(self, buf: str, pos, eos):
         # State: inside fields.content; watches close content.
         n = len(buf)
         hold = n
@@ -307,7 +307,7 @@ class Parser(_base.ParserBase):
                 hold = i
         return hold
 
-    def _end_content(self, buf, pos, eos):
+    def _end_content(self, buf: str, pos, eos):
         # At end of stream: every delimiter of this state (close content) starts with <|; try them where it occurs, leftmost first, the longest at one place.
         n = len(buf)
         k = buf.find("<|", pos)
@@ -323,7 +323,7 @@ class Parser(_base.ParserBase):
             k = buf.find("<|", k + 1)
         return n
 
-    def _state_free(self, buf, pos, eos):
+    def _state_free(self, buf: str, pos, eos):
         # State: free, in the null region (text outside every field is dropped); watches open content, open reasoning_content, open tool_calls.
         n = len(buf)
         hold = n
@@ -427,7 +427,7 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
-    def _end_free(self, buf, pos, eos):
+    def _end_free(self, buf: str, pos, eos):
         # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|channel|>; try them where it occurs, leftmost first, the longest at one place.
         n = len(buf)
         k = buf.find("<|channel|>", pos)

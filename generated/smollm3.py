@@ -189,7 +189,7 @@ class Parser(_base.ParserBase):
         i = prefix.rfind("<|im_start|>assistant\n")
         return prefix if i < 0 else prefix[i + 22 :]
 
-    def _state_reasoning_content(self, buf, pos, eos):
+    def _state_reasoning_content(self, buf: str, pos, eos):
         # State: inside fields.reasoning_content; watches close reasoning_content.
         n = len(buf)
         hold = n
@@ -207,7 +207,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_tool_calls(self, buf, pos, eos):
+    def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
         n = len(buf)
         hold = n
@@ -225,7 +225,7 @@ class Parser(_base.ParserBase):
                     hold = i
         return hold
 
-    def _state_free(self, buf, pos, eos):
+    def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
         n = len(buf)
         hold = n

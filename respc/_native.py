@@ -1,9 +1,9 @@
 """Which runtime runs: the compiled one or its Python sources.
 
-``pip install .`` compiles the runtime's hot modules with Cython where it can (see
-setup.py; the sources stay in the package beside them). The compiled modules are the
-same code, so they give the same events and messages; Python's import system prefers
-them. Setting ``RESPC_PURE_PYTHON=1`` before respc is imported makes it import the
+``pip install .`` compiles the runtime's hot modules with Cython where it can, and the
+bundled templates' generated modules too (see setup.py; the sources stay in the package
+beside them). The compiled modules are the same code, so they give the same events and
+messages; Python's import system prefers them. Setting ``RESPC_PURE_PYTHON=1`` before respc is imported makes it import the
 Python sources instead: for a debugger or a line profiler, or to compare the two.
 """
 
@@ -16,7 +16,11 @@ import os
 import sys
 
 #: the modules setup.py compiles (from runtime/<leaf>.py; setup.py reads this table)
-NATIVE_MODULES = ("respc.runtime.base", "respc.runtime.content", "respc.runtime.tools")
+NATIVE_MODULES = ("respc.runtime.base", "respc.runtime.content", "respc.runtime.decode", "respc.runtime.tools")
+
+#: the package of the bundled templates' generated modules, which setup.py compiles as well
+#: (from generated/<leaf>.py; templates compiled at run time stay Python)
+GENERATED_PACKAGE = "respc.generated"
 
 #: the environment variable that asks for the Python sources
 PURE_PYTHON_ENV = "RESPC_PURE_PYTHON"
@@ -28,10 +32,11 @@ def env_flag(name: str) -> bool:
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds the ``.py`` source of a compiled runtime module (ahead of the extension)."""
+    """Finds the ``.py`` source of a compiled module (runtime or bundled generated module),
+    ahead of the extension."""
 
     def find_spec(self, fullname, path, target=None):  # noqa: ANN001 - the finder protocol
-        if fullname not in NATIVE_MODULES or not path:
+        if not path or (fullname not in NATIVE_MODULES and fullname.rpartition(".")[0] != GENERATED_PACKAGE):
             return None
         leaf = fullname.rpartition(".")[2] + ".py"
         for entry in path:
@@ -51,3 +56,13 @@ def install() -> None:
 def compiled_runtime() -> bool:
     """True when each of the runtime's compilable modules was imported as an extension module."""
     return all(not importlib.import_module(name).__file__.endswith(".py") for name in NATIVE_MODULES)
+
+
+def compiled_generated() -> list[str]:
+    """The bundled generated modules imported so far that are extension modules."""
+    prefix = GENERATED_PACKAGE + "."
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.startswith(prefix) and not (getattr(module, "__file__", None) or ".py").endswith(".py")
+    )

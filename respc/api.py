@@ -111,6 +111,11 @@ def _snapshot(template: dict) -> bytes | str:
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
     digest = hash_canonical(canonical)
+    ident = _bundled_hashes().get(digest)
+    if ident is not None:  # a bundled template: its generated module (compiled, installed so)
+        bundled = _bundled(ident)
+        if bundled is not None and bundled.hash == digest:
+            return bundled
     source = loader.read_cached(digest)
     if source is None:
         digest, source = compile_source(template)
@@ -161,8 +166,41 @@ def bundled_templates() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
+_BUNDLED_HASHES: dict[str, str] | None = None
+
+
+def _bundled_hashes() -> dict[str, str]:
+    """The hash of each bundled template (this respc version's), mapped to its module name."""
+    global _BUNDLED_HASHES
+    if _BUNDLED_HASHES is None:
+        folder = resources.files("respc.templates")
+        _BUNDLED_HASHES = {
+            hash_canonical(canonical_json(load_template_file(str(folder.joinpath(f"{name}.json"))))): _ident(name)
+            for name in bundled_templates()
+        }
+    return _BUNDLED_HASHES
+
+
+def _bundled(ident: str) -> CompiledTemplate | None:
+    """The bundled template ``ident`` from its generated module, or None when there is no
+    such module for this respc version (then its JSON is compiled instead)."""
+    compiled = _BY_NAME.get(ident)
+    if compiled is not None:
+        return compiled
+    module = loader.import_bundled(ident)
+    if module is None or getattr(module, "RESPC_VERSION", None) != __version__:
+        return None
+    source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
+    name = {_ident(n): n for n in bundled_templates()}[ident]
+    compiled = _BY_NAME[ident] = CompiledTemplate(module, source, name=name)
+    return compiled
+
+
 def load(name: str) -> CompiledTemplate:
-    """A bundled model template by name (``"qwen3"``, ``"gpt-oss"``, ...), from its generated module."""
+    """A bundled model template by name (``"qwen3"``, ``"gpt-oss"``, ...), from its generated module.
+
+    A template dict equal to a bundled one gets the same module from ``compile_template``.
+    """
     ident = _ident(name)
     compiled = _BY_NAME.get(ident)
     if compiled is not None:
@@ -170,15 +208,12 @@ def load(name: str) -> CompiledTemplate:
     names = {_ident(n): n for n in bundled_templates()}
     if ident not in names:
         raise KeyError(f"no bundled template named {name!r}; available: {', '.join(sorted(names.values()))}")
-    module = loader.import_bundled(ident)
-    if module is not None and getattr(module, "RESPC_VERSION", None) == __version__:
-        source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
-        compiled = CompiledTemplate(module, source, name=names[ident])
-    else:  # no generated module (or one from another respc version): compile the JSON
+    compiled = _bundled(ident)
+    if compiled is None:  # no generated module (or one from another respc version): compile the JSON
         path = resources.files("respc.templates").joinpath(f"{names[ident]}.json")
         compiled = compile_template(load_template_file(str(path)))
         compiled.name = names[ident]
-    _BY_NAME[ident] = compiled
+        _BY_NAME[ident] = compiled
     return compiled
 
 

@@ -225,7 +225,7 @@ class ParserBase:
 
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the events it completes."""
-        if text.__class__ is str and text:
+        if type(text) is str and text:
             if self._q1 not in text and self._q2 not in text:
                 # The quickest path, armed by _arm() (``_q1`` is "" otherwise, which is in
                 # every string): a region is open, no context is kept, nothing but
@@ -298,7 +298,7 @@ class ParserBase:
             event = event.copy()
             event["text"] = text
             return [event]
-        if text and text.__class__ is not str:
+        if text and type(text) is not str:
             text = _plain_str(text, "text")  # (None and "" are no-ops, as in the reference)
         return self._feed_scanning(text)
 
@@ -329,7 +329,7 @@ class ParserBase:
         return True
 
     def _feed(self, text: str, marked: bool = False) -> list[dict]:
-        if self._stable is not None and text.__class__ is str and self._stays_stable(text):
+        if self._stable is not None and type(text) is str and self._stays_stable(text):
             return []  # still held, nothing to emit
         firsts = self._firsts
         if firsts is not None and text and not marked:
@@ -442,9 +442,9 @@ class ParserBase:
         """
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
-        if prefix.__class__ is not str:
+        if type(prefix) is not str:
             prefix = _plain_str(prefix, "prefix")
-        if text.__class__ is not str:
+        if type(text) is not str:
             text = _plain_str(text, "text")
         if not cls.ONE_PASS:
             parser = cls(prefix, tools=tools)
@@ -474,7 +474,7 @@ class ParserBase:
             n = len(buf)
             while True:
                 found = scans[state](self, buf, pos, eos)
-                if found.__class__ is int:
+                if type(found) is int:
                     if not eos:  # the end of the prefix: hold from ``found`` on
                         if found > pos:
                             if cur >= 0:
@@ -546,7 +546,7 @@ class ParserBase:
                 else:
                     found = self._scan(self, buf, pos, eos)
                 committed = True
-                if found.__class__ is int:
+                if type(found) is int:
                     if eos:
                         if pos < len(buf):
                             self._accumulate(events, buf[pos:])

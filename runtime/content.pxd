@@ -14,6 +14,3 @@ cimport cython
     opening=str, closing=str, tail=str, head_ws=bint, ws=bint,
 )
 cpdef list _split_matches(tuple config, tuple groups, str text)
-
-@cython.locals(start=Py_ssize_t, end=Py_ssize_t)
-cpdef object _json_or_miss(str text)

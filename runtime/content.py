@@ -20,6 +20,9 @@ import regex
 
 from .base import REGEX_WS as _WS
 from .base import _plain_str
+from .decode import MISS as _MISS
+from .decode import json_or_miss as _json_or_miss
+from .decode import loads as _loads
 
 __all__ = [
     "PARSER_NAMES",
@@ -47,45 +50,6 @@ STREAMABLE = frozenset({"text", "int", "float", "bool"})
 _SENTINEL_OPEN = "\x01"
 _SENTINEL_CLOSE = "\x02"
 _UNQUOTED_KEY = regex.compile(r"(?<=[{,])(\w+):")
-
-
-_MISS = object()
-_SCAN = json.JSONDecoder().scan_once
-_JSON_WS = json.decoder.WHITESPACE.match
-#: the whitespace json skips around a value, and the characters a value can start with
-#: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
-_JSON_SPACE = frozenset(" \t\n\r")
-_JSON_FIRST = frozenset('{["-0123456789tfnNI')
-
-
-def _json_or_miss(text: str) -> Any:
-    """``json.loads(text)``, or ``_MISS`` where it raises ``JSONDecodeError``.
-
-    The same steps as ``json.loads`` on a str (BOM check, leading whitespace, one
-    value, trailing whitespace, nothing after it), without building the exception
-    for text that is not JSON (model output often is not: a SQL query, a date).
-    Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads``.
-    """
-    if not text:
-        return _MISS
-    start = 0
-    first = text[0]
-    if first in _JSON_SPACE:
-        start = _JSON_WS(text, 0).end()
-        if start == len(text):
-            return _MISS
-        first = text[start]
-    if first not in _JSON_FIRST:
-        return _MISS  # no JSON value starts so (a BOM neither): what json.loads rejects
-    try:
-        value, end = _SCAN(text, start)
-    except StopIteration:
-        return _MISS
-    except json.JSONDecodeError:
-        return _MISS
-    if end != len(text) and _JSON_WS(text, end).end() != len(text):
-        return _MISS
-    return value
 
 
 def _stripper(strip: bool) -> Callable[[str], str]:
@@ -139,13 +103,12 @@ def json_parser(
         regex.compile(regex.escape(open_) + r"(.*?)" + regex.escape(close), regex.DOTALL)
         for open_, close in (string_delims or [])
     ]
-    loads = json.loads
     decode_error = json.JSONDecodeError
 
     if not delim_patterns and not unquoted_keys:
 
         def parse_plain(text: str) -> Any:
-            if text.__class__ is not str:
+            if type(text) is not str:
                 text = _plain_str(text, "text")
             value = _json_or_miss(text)
             if value is not _MISS:
@@ -153,7 +116,7 @@ def json_parser(
             if allow_non_json:
                 return clean(text)
             try:
-                return loads(text)  # for its error message
+                return json.loads(text)  # for its error message
             except decode_error as exc:
                 raise ValueError(f"json: the region is not valid JSON ({exc}); body: {text!r}") from exc
 
@@ -179,7 +142,7 @@ def json_parser(
         for index, value in enumerate(captured):
             working = working.replace(f"{_SENTINEL_OPEN}{index}{_SENTINEL_CLOSE}", json.dumps(value))
         try:
-            return loads(working)
+            return _loads(working)
         except decode_error as exc:
             if allow_non_json:
                 return clean(text)
@@ -323,7 +286,7 @@ def xml_inline_parser(
     sub = _value_parser(value_parser)
 
     def parse(text: str) -> dict:
-        if text.__class__ is not str:
+        if type(text) is not str:
             text = _plain_str(text, "text")
         out: dict[str, Any] = {}
         for key, raw in tag_matches(text):

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import enum
 import inspect
-import json
 import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from .decode import loads as _loads
 
 __all__ = ["ToolTypes", "tool_types", "coerce_value"]
 
@@ -56,7 +57,7 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     if not isinstance(schema, dict):
         return ()
     declared = schema.get("type")
-    if declared.__class__ is str and not _adds_types(schema):
+    if type(declared) is str and not _adds_types(schema):
         return (declared,)  # the common shape: one declared type, nothing that adds one
     found: list[str] = []
     if isinstance(declared, str):
@@ -193,7 +194,7 @@ def _cast(raw: str, kinds: tuple[str, ...]) -> Any:
                 if raw.strip() in ("null", "None"):
                     return None
             elif kind == "object" or kind == "array":
-                decoded = json.loads(raw)
+                decoded = _loads(raw)
                 if isinstance(decoded, dict if kind == "object" else list):
                     return decoded
         except ValueError:
@@ -221,14 +222,14 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
         return value
     # read as a plain dict (a copy of a dict subclass: the same keys and schemas), which the
     # compiled runtime looks up directly (runtime/tools.pxd)
-    properties = found if found.__class__ is dict else dict(found)
+    properties = found if type(found) is dict else dict(found)
     for key, argument in arguments.items():
         if isinstance(argument, str):
             schema = properties.get(key)
-            if schema.__class__ is dict:
+            if type(schema) is dict:
                 plain = schema  # typed dict when compiled (tools.pxd)
                 declared = plain.get("type")
-                if declared.__class__ is str and not _adds_types(plain):
+                if type(declared) is str and not _adds_types(plain):
                     if declared in _CASTABLE:
                         arguments[key] = _cast(argument, (declared,))
                     continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import linecache
 import traceback
 from pathlib import Path
@@ -159,6 +160,19 @@ def test_bundled_templates_load_their_generated_module():
         assert compiled.hash == template_hash(compiled.template)
     with pytest.raises(KeyError, match="no bundled template"):
         respc.load("no-such-model")
+
+
+def test_a_bundled_template_dict_gets_its_generated_module():
+    """compile_template of a dict equal to a bundled template (a fresh copy) is the bundled
+    template: its generated module, compiled where the install is."""
+    for name in respc.bundled_templates():
+        template = load_template_file(ROOT / "templates" / f"{name}.json")
+        assert respc.compile_template(json.loads(json.dumps(template))) is respc.load(name)
+        assert respc.compile_template(ROOT / "templates" / f"{name}.json") is respc.load(name)
+        changed = {**template, "defaults": {**template.get("defaults", {}), "role": "someone"}}
+        other = respc.compile_template(changed)
+        assert other is not respc.load(name) and other.module.__file__.startswith("<respc-generated sha256:")
+        assert other.parse("", prefix="")["role"] == "someone"
 
 
 def test_runtime_templates_run_as_generated_modules():

@@ -60,6 +60,16 @@ def test_compiled_flag_tells_the_modules_in_use():
     assert kind == ("cython_function_or_method" if respc.COMPILED_RUNTIME else "function")
 
 
+def test_bundled_modules_are_compiled_with_the_runtime():
+    """The wheel compiles the bundled templates' generated modules along with the runtime
+    (their .py sources ship beside them: the freshness check and CompiledTemplate.source)."""
+    for name in respc.bundled_templates():
+        module = respc.load(name).module
+        assert module.__name__.startswith(_native.GENERATED_PACKAGE + ".")
+        assert module.__file__.endswith(".py") != respc.COMPILED_RUNTIME, module.__file__
+    assert len(_native.compiled_generated()) == (len(respc.bundled_templates()) if respc.COMPILED_RUNTIME else 0)
+
+
 def test_pure_python_switch():
     """RESPC_PURE_PYTHON=1 imports the runtime's Python sources, whichever is installed."""
     done = _run(
@@ -67,11 +77,12 @@ def test_pure_python_switch():
         "from respc import _native\n"
         "print(respc.COMPILED_RUNTIME, all(sys.modules[n].__file__.endswith('.py') for n in _native.NATIVE_MODULES))\n"
         "from respc.runtime import base\n"
-        "print(type(vars(base.ParserBase)['feed']).__name__)\n",
+        "print(type(vars(base.ParserBase)['feed']).__name__)\n"
+        "print(all(respc.load(n).module.__file__.endswith('.py') for n in respc.bundled_templates()))\n",
         RESPC_PURE_PYTHON="1",
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True", "function"]
+    assert done.stdout.split() == ["False", "True", "function", "True"]
 
 
 def test_version_names_the_runtime():

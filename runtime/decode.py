@@ -1,0 +1,125 @@
+"""JSON decoding with exactly ``json.loads``'s results, faster.
+
+The ``json`` content parser and tool typing decode JSON here. Objects and arrays (tool
+arguments, mostly) are decoded by orjson, several times faster than ``json``, wherever
+its value is ``json``'s; everything else, and every document orjson turns down or
+might decode differently, goes to ``json`` itself, so values and errors are ``json``'s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+try:
+    from orjson import JSONDecodeError as _FastDecodeError
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - a dependency; without it, json decodes everything
+    _fast_loads = None
+
+__all__ = ["MISS", "json_or_miss", "loads"]
+
+#: what ``json_or_miss`` returns for text that is not one JSON document
+MISS = object()
+
+_SCAN = json.JSONDecoder().scan_once
+_JSON_WS = json.decoder.WHITESPACE.match
+#: the whitespace json skips around a value, and the characters a value can start with
+#: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
+_JSON_SPACE = frozenset(" \t\n\r")
+_JSON_FIRST = frozenset('{["-0123456789tfnNI')
+#: 2**63 as a float: orjson turns an integer beyond 64 bits into a float at least this large
+_BIG = 9223372036854775808.0
+
+
+def json_or_miss(text: str) -> Any:
+    """``json.loads(text)``, or ``MISS`` where it raises ``JSONDecodeError``.
+
+    The same steps as ``json.loads`` on a str (BOM check, leading whitespace, one
+    value, trailing whitespace, nothing after it), without building the exception
+    for text that is not JSON (model output often is not: a SQL query, a date).
+    Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads``.
+    """
+    if not text:
+        return MISS
+    start = 0
+    first = text[0]
+    if first in _JSON_SPACE:
+        start = _JSON_WS(text, 0).end()
+        if start == len(text):
+            return MISS
+        first = text[start]
+    if first not in _JSON_FIRST:
+        return MISS  # no JSON value starts so (a BOM neither): what json.loads rejects
+    if first == "{" or first == "[":
+        value = _fast_or_miss(text)
+        if value is not MISS:
+            return value
+    try:
+        value, end = _SCAN(text, start)
+    except StopIteration:
+        return MISS
+    except json.JSONDecodeError:
+        return MISS
+    if end != len(text) and _JSON_WS(text, end).end() != len(text):
+        return MISS
+    return value
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``: the same value, or the same error."""
+    if type(text) is str and text:
+        start = _JSON_WS(text, 0).end() if text[0] in _JSON_SPACE else 0
+        if start < len(text) and (text[start] == "{" or text[start] == "["):
+            value = _fast_or_miss(text)
+            if value is not MISS:
+                return value
+    return json.loads(text)
+
+
+def _fast_or_miss(text: str) -> Any:
+    """orjson's value of ``text`` (an object or array) where it is json's too, else MISS.
+
+    Where both accept a document, orjson and json give the same value (floats correctly
+    rounded by both, a repeated key's last value at its first place), with one
+    exception: an integer beyond 64 bits, which orjson turns into a float; a value that
+    holds a float that large is left to json. orjson turns down what json does and more
+    (NaN and the infinities, lone surrogates, nesting past 1024 levels): json decides
+    those, so they get json's value or json's error.
+    """
+    if _fast_loads is None:
+        return MISS
+    try:
+        value = _fast_loads(text)
+    except _FastDecodeError:
+        return MISS
+    return MISS if _has_big_float(value) else value
+
+
+def _has_big_float(value: Any) -> bool:
+    """Whether a decoded JSON object or array holds a float of magnitude 2**63 or more."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            mapping = item  # typed when compiled (decode.pxd): direct dict iteration
+            for entry in mapping.values():
+                if _big_or_pushed(entry, stack):
+                    return True
+        else:
+            array = item
+            for entry in array:
+                if _big_or_pushed(entry, stack):
+                    return True
+    return False
+
+
+def _big_or_pushed(entry: Any, stack: list) -> bool:
+    """Whether ``entry`` is a float of magnitude 2**63 or more; a container goes on ``stack``."""
+    kind = type(entry)
+    if kind is float:
+        number = entry  # a C double when compiled
+        return number >= _BIG or number <= -_BIG
+    if kind is dict or kind is list:
+        stack.append(entry)
+    return False
