@@ -28,6 +28,11 @@ _JSON_WS = json.decoder.WHITESPACE.match
 #: (objects, arrays, strings, numbers, true/false/null, NaN/Infinity, which Python's json takes)
 _JSON_SPACE = frozenset(" \t\n\r")
 _JSON_FIRST = frozenset('{["-0123456789tfnNI')
+#: what a number (and the whitespace around it) is made of, and how one starts
+_NUMBER_TEXT = "0123456789+-.eE \t\n\r"
+_NUMBER_FIRST = frozenset("-0123456789")
+#: the JSON words, exactly
+_WORDS = {"true": True, "false": False, "null": None}
 #: 2**63 as a float: orjson turns an integer beyond 64 bits into a float at least this large
 _BIG = 9223372036854775808.0
 
@@ -55,6 +60,15 @@ def json_or_miss(text: str) -> Any:
         value = _fast_or_miss(text)
         if value is not MISS:
             return value
+    elif first in _NUMBER_FIRST and not text.startswith("-I", start):  # -Infinity: json's
+        # a number, with only whitespace around it: any other character (a date's T, a
+        # unit) means json.loads raises; a short run of ASCII digits is int() of it
+        if text.strip(_NUMBER_TEXT):
+            return MISS
+        if not start and len(text) <= 18 and text.isdigit() and (first != "0" or len(text) == 1):
+            return int(text)
+    elif text in _WORDS:
+        return _WORDS[text]
     try:
         value, end = _SCAN(text, start)
     except StopIteration:
