@@ -259,8 +259,10 @@ class ParserBase:
                     pending = self._pending
                     if pending is not None and held and still_pending(x, pending, quiet[0]):
                         # a regex delimiter is still being written from the hold, and nothing
-                        # else can commit before it ends: keep holding (as _feed would)
+                        # else can commit before it ends: keep holding (as _feed would); the
+                        # hold now has more than whitespace, so the quickest path is disarmed
                         self._held = x
+                        self._q1 = ""
                         return []
                     return self._feed_scanning(text, True)
                 if cut and not self._opened and self._event is not None:
@@ -363,8 +365,10 @@ class ParserBase:
                 pending = self._pending
                 if pending is not None and held and still_pending(x, pending, quiet[0]):
                     # a regex delimiter is still being written from the hold, and nothing
-                    # else can commit before it ends: keep holding
+                    # else can commit before it ends: keep holding (the quickest path stays
+                    # disarmed: the hold has more than whitespace)
                     self._held = x
+                    self._q1 = ""
                     return []
         if self._finalized:
             raise RuntimeError("this parser is already finalized; create a new one for the next generation")

@@ -323,3 +323,20 @@ def test_quiet_path_in_the_implicit_region_before_it_opens():
     text = f"{call}\n\n  a < b <tool_ c{call}  \n<tool_call x <|im_e y {call}\n<|im_end|>"
     message = _compare(template, text, prefix="<|im_start|>assistant\n", sizes=(1, 2, 3, 4, 5, 7, 11))
     assert len(message["tool_calls"]) == 3
+
+
+def test_pending_regex_after_a_held_whitespace_run_stays_held():
+    """Regression (found by tests/test_bundled_fuzz.py): a whitespace tail held on the
+    quickest path, then a chunk that starts a regex delimiter (qwen3's
+    ``\\s*<tool_call>\\s*<function=NAME>``) held as pending: the next chunk without a
+    ``<`` must not take the quickest path and emit the pending header as content."""
+    for chunks in (
+        ["a\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
+        ["<think>x</think>", "an other markets", ".\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
+        ["a\n", "\n<tool_call>\n<fu", "nct", "ion", "=f>x", "</tool_call>"],
+    ):
+        message = _compare(_bundled("qwen3"), "".join(chunks), sizes=())
+        ours = _events(respc.ResponseParser(_bundled("qwen3"), ""), chunks)
+        ref = _events(chat_parsing.ResponseParser(_bundled("qwen3"), prefix=""), chunks)
+        assert ours == ref, chunks
+        assert message["tool_calls"][0]["function"]["name"] == "f"
