@@ -236,7 +236,9 @@ def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, A
                 return found  # no CLOSE after this OPEN, so none after a later one either
             key = text[k:close]
             if key.isascii():
-                if not key or not key.replace("_", "0").isalnum():
+                # a run of ASCII word characters: an identifier (most keys; one call), or
+                # one that starts with a digit
+                if not key.isidentifier() and not (key and key.replace("_", "0").isalnum()):
                     pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
                     continue
                 value_start = close + close_len
