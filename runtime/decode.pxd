@@ -15,6 +15,3 @@ cdef double _BIG
 
 @cython.locals(stack=list, mapping=dict, array=list)
 cpdef bint _has_big_float(object value)
-
-@cython.locals(number=double)
-cdef inline bint _big_or_pushed(object entry, list stack)
