@@ -35,7 +35,8 @@ def _native_table():
 
 
 _NATIVE = _native_table()
-#: the compiled modules (the streaming parser base, content parsers, tool typing) and their sources
+#: the compiled runtime modules (the streaming parser base, content parsers, JSON decoding,
+#: tool typing) and their sources
 NATIVE = {name: f"runtime/{name.rpartition('.')[2]}.py" for name in _NATIVE.NATIVE_MODULES}
 _flag = _NATIVE.env_flag
 #: the bundled templates' generated modules, from generated/<leaf>.py

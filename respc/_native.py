@@ -3,8 +3,9 @@
 ``pip install .`` compiles the runtime's hot modules with Cython where it can, and the
 bundled templates' generated modules too (see setup.py; the sources stay in the package
 beside them). The compiled modules are the same code, so they give the same events and
-messages; Python's import system prefers them. Setting ``RESPC_PURE_PYTHON=1`` before respc is imported makes it import the
-Python sources instead: for a debugger or a line profiler, or to compare the two.
+messages; Python's import system prefers them. Setting ``RESPC_PURE_PYTHON=1`` before
+respc is imported makes it import the Python sources instead: for a debugger or a line
+profiler, or to compare the two.
 """
 
 from __future__ import annotations

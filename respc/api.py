@@ -111,9 +111,9 @@ def _snapshot(template: dict) -> bytes | str:
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
     digest = hash_canonical(canonical)
-    ident = _bundled_hashes().get(digest)
-    if ident is not None:  # a bundled template: its generated module (compiled, installed so)
-        bundled = _bundled(ident)
+    name = _bundled_hashes().get(digest)
+    if name is not None:  # a bundled template: its generated module (compiled, installed so)
+        bundled = _bundled(name)
         if bundled is not None and bundled.hash == digest:
             return bundled
     source = loader.read_cached(digest)
@@ -170,20 +170,21 @@ _BUNDLED_HASHES: dict[str, str] | None = None
 
 
 def _bundled_hashes() -> dict[str, str]:
-    """The hash of each bundled template (this respc version's), mapped to its module name."""
+    """The hash of each bundled template (this respc version's), mapped to its name."""
     global _BUNDLED_HASHES
     if _BUNDLED_HASHES is None:
         folder = resources.files("respc.templates")
         _BUNDLED_HASHES = {
-            hash_canonical(canonical_json(load_template_file(str(folder.joinpath(f"{name}.json"))))): _ident(name)
+            hash_canonical(canonical_json(load_template_file(str(folder.joinpath(f"{name}.json"))))): name
             for name in bundled_templates()
         }
     return _BUNDLED_HASHES
 
 
-def _bundled(ident: str) -> CompiledTemplate | None:
-    """The bundled template ``ident`` from its generated module, or None when there is no
+def _bundled(name: str) -> CompiledTemplate | None:
+    """The bundled template ``name`` from its generated module, or None when there is no
     such module for this respc version (then its JSON is compiled instead)."""
+    ident = _ident(name)
     compiled = _BY_NAME.get(ident)
     if compiled is not None:
         return compiled
@@ -191,7 +192,6 @@ def _bundled(ident: str) -> CompiledTemplate | None:
     if module is None or getattr(module, "RESPC_VERSION", None) != __version__:
         return None
     source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
-    name = {_ident(n): n for n in bundled_templates()}[ident]
     compiled = _BY_NAME[ident] = CompiledTemplate(module, source, name=name)
     return compiled
 
@@ -208,7 +208,7 @@ def load(name: str) -> CompiledTemplate:
     names = {_ident(n): n for n in bundled_templates()}
     if ident not in names:
         raise KeyError(f"no bundled template named {name!r}; available: {', '.join(sorted(names.values()))}")
-    compiled = _bundled(ident)
+    compiled = _bundled(names[ident])
     if compiled is None:  # no generated module (or one from another respc version): compile the JSON
         path = resources.files("respc.templates").joinpath(f"{names[ident]}.json")
         compiled = compile_template(load_template_file(str(path)))

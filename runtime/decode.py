@@ -81,14 +81,9 @@ def json_or_miss(text: str) -> Any:
 
 
 def loads(text: str) -> Any:
-    """``json.loads(text)``: the same value, or the same error."""
-    if type(text) is str and text:
-        start = _JSON_WS(text, 0).end() if text[0] in _JSON_SPACE else 0
-        if start < len(text) and (text[start] == "{" or text[start] == "["):
-            value = _fast_or_miss(text)
-            if value is not MISS:
-                return value
-    return json.loads(text)
+    """``json.loads(text)``: the same value, or the same error (json's own, raised by it)."""
+    value = json_or_miss(text) if type(text) is str else MISS
+    return json.loads(text) if value is MISS else value
 
 
 def _fast_or_miss(text: str) -> Any:
