@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import Any
 
 from .._version import __version__
 from .emit import format_source, render_module
 from .ir import build_ir
-from .validate import TemplateError, check_json_values, load_template_file, validate_template
+from .validate import TemplateError, TemplateWarning, check_json_values, load_template_file, validate_template
 
 __all__ = [
     "TemplateError",
+    "TemplateWarning",
     "canonical_json",
     "compile_source",
+    "format_source",
     "hash_canonical",
     "load_template_file",
     "template_hash",
@@ -45,13 +48,17 @@ def template_hash(template: Any) -> str:
     return hash_canonical(canonical_json(template))
 
 
-def compile_source(template: Any, *, format: bool = True) -> tuple[str, str]:
+def compile_source(template: Any, *, format: bool = True, strict: bool = False) -> tuple[str, str]:
     """Validate and compile ``template``; return ``(hash, module source)``.
 
     The source is deterministic: the same template and respc version give the
-    same bytes. ``format=False`` skips black (faster; for throwaway modules).
+    same bytes. ``format=False`` skips black: the code is the same, only laid out
+    as emitted (what runs for a template compiled at run time). What the template
+    says that looks wrong is issued as a :class:`TemplateWarning` (``strict``:
+    raised as a TemplateError).
     """
-    validate_template(template)
+    for warning in validate_template(template, strict=strict):
+        warnings.warn(warning, stacklevel=3)
     digest = template_hash(template)
     source = render_module(build_ir(template), template, digest, __version__)
     return digest, (format_source(source) if format else source)

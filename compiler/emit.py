@@ -17,15 +17,36 @@ from typing import Any
 import jinja2
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
-from .regexinfo import lazy_group_split, word_key_head
+from .regexinfo import lazy_group_split, regex_only, word_key_head
 from .validate import PLACEHOLDER
 
 __all__ = ["literal", "render_module", "format_source"]
 
 
 # --- safe literals -----------------------------------------------------------
+#: Containers nested deeper than this are written as JSON text read at run time: Python's
+#: parser refuses 200 nested brackets, and black slows down long before that.
+MAX_LITERAL_DEPTH = 32
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply ``value``'s dicts and lists nest (counted up to ``limit`` + 1)."""
+    if not isinstance(value, (dict, list)) or limit < 0:
+        return 0
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(child, limit - 1) for child in children), default=0)
+
+
 def literal(value: Any) -> str:
     """A Python expression that evaluates to (a fresh copy of) JSON value ``value``."""
+    if isinstance(value, (dict, list)) and _depth(value, MAX_LITERAL_DEPTH) > MAX_LITERAL_DEPTH:
+        # too deep for a literal: its JSON text (a str literal) is read when the code runs
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+        return f"_tf.json_value({text!r})"
+    return _literal(value)
+
+
+def _literal(value: Any) -> str:
     if value is None or value is True or value is False:
         return repr(value)
     if isinstance(value, str):
@@ -39,12 +60,12 @@ def literal(value: Any) -> str:
             return 'float("inf")' if value > 0 else 'float("-inf")'
         return repr(float(value))
     if isinstance(value, (list, tuple)):
-        items = ", ".join(literal(v) for v in value)
+        items = ", ".join(_literal(v) for v in value)
         if isinstance(value, tuple):
             return f"({items},)" if len(value) == 1 else f"({items})"
         return f"[{items}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
@@ -89,6 +110,10 @@ def _placeholder_expr(path: str, each: bool) -> str:
 
 def transform_expr(node: Any, each: bool) -> str:
     """The transform template ``node`` as one Python expression (evaluation order kept)."""
+    if isinstance(node, (dict, list)) and _depth(node, MAX_LITERAL_DEPTH) > MAX_LITERAL_DEPTH:
+        # too deep to inline: filled in at run time, the same lookups in the same order
+        scope = "item" if each else "None"
+        return f"_tf.fill({literal(node)}, value, caps, {scope})"
     if isinstance(node, dict):
         return "{" + ", ".join(f"{literal(k)}: {transform_expr(v, each)}" for k, v in node.items()) + "}"
     if isinstance(node, list):
@@ -103,6 +128,12 @@ def transform_expr(node: Any, each: bool) -> str:
 def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
     """(module-level preamble, expression of ``body``) for the field's content parser."""
     args = f.content_args
+    if f.loose:
+        return [
+            f"# {comment_text(f.path)}.content_args: not all of them read by the {comment_text(f.content)} parser,",
+            "# or not of the types it takes (a TemplateWarning): read as the reference reads them",
+            f"{parser_name} = _loose.parser({literal(f.content)}, {literal(args)})",
+        ], f"{parser_name}(body)"
     strip = args.get("strip", True)
     clean = "body.strip()" if strip else "body"
     if f.content == "text":
@@ -114,7 +145,7 @@ def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
     if f.content == "bool":
         return [], f'{clean}.lower() in ("true", "1")'
     hints = ""
-    if f.content == "xml-inline":
+    if f.content == "xml-inline" and not regex_only(args["tag_pattern"]):
         split = lazy_group_split(args["tag_pattern"])
         if split is not None:
             found: dict = {"tag_split": split}
@@ -355,7 +386,9 @@ class _ScanWriter:
         d = w.delim
         role = f"open {comment_text(w.field.name)}" if w.is_open else f"close {comment_text(w.field.name)}"
         self.emit(f"# {role} -- {_describe(d)}")
-        match_arg = "m" if (w.is_open and d.groups) else "None"
+        # a match with named groups goes along: they join the transform scope (an open's, then
+        # a close's, which override the open's)
+        match_arg = "m" if d.groups else "None"
         if d.kind == "literal":
             lit = d.literals[0]
             self.emit(f"i = {self.find(lit)}")
@@ -418,7 +451,12 @@ class _ScanWriter:
                 self.emit(f"m = ({_rx(name, 'search', 'buf, m.start() + 1')}) if m.start() < n else None", 1)
             self.emit("if m is not None:")
             self.emit("s, e = m.span()", 1)
-            self.emit("if m.partial or (e == n and not eos):", 1)
+            if d.leans:
+                self.emit("# a complete match before the end of the buffer may still lean on that end:", 1)
+                self.emit("# it commits only if the buffer with one more character gives it again", 1)
+                self.emit(f"if m.partial or (not eos and (e == n or _base.edge_moves({name}, buf, m))):", 1)
+            else:
+                self.emit("if m.partial or (e == n and not eos):", 1)
             self.emit("if s < hold:", 2)
             self.emit("hold = s", 3)
             self.emit("else:", 1)
@@ -503,7 +541,7 @@ def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
             rx = regex_names[d.pattern]
             prefixes = d.lead.prefixes
             shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
-            match_arg = "m" if (w.is_open and d.groups) else "None"
+            match_arg = "m" if d.groups else "None"
             lines.append(f"    if buf.startswith({shown}, k):")
             lines.append(f"        m = {rx}.match(buf, k)")
             test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
@@ -647,6 +685,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
             for lits, name in beginnings.items()
         ],
         finishers=finishers,
+        loose=any(f.loose for f in ir.fields),
         field_list=", ".join(comment_text(f.name) for f in ir.fields),
         fields=tuple(f.name for f in ir.fields),
         defaults=ir.defaults,

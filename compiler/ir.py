@@ -15,8 +15,8 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
-from .regexinfo import Lead, gap_split, is_zero_width, lead, lookback
-from .validate import REGEX_FLAGS, format_path
+from .regexinfo import Lead, gap_split, is_zero_width, lead, leans_on_end, lookback, regex_only
+from .validate import REGEX_FLAGS, content_args_findings, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
 
@@ -38,6 +38,9 @@ class Delimiter:
     groups: tuple[str, ...] = ()  # named groups (regex kinds)
     lead: Lead | None = None  # how every match begins, when known (see regexinfo)
     gap: tuple[str, str] | None = None  # (head pattern, literal tail) of HEAD.*?TAIL patterns
+    #: a complete match ending before the end of the text may still change as the text
+    #: grows (regex kinds; see regexinfo.leans_on_end): it is checked before it commits
+    leans: bool = False
 
     @property
     def is_literal(self) -> bool:
@@ -66,6 +69,9 @@ class Field:
     transform: Any
     has_transform: bool
     transform_each: bool
+    #: content_args the canonical parsers do not take (see validate.content_args_findings):
+    #: parsed by runtime.loose, as the reference reads them
+    loose: bool = False
 
     @property
     def dirty(self) -> bool:
@@ -157,10 +163,15 @@ def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter
 
 def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
     groups = tuple(regex.compile(pattern, REGEX_FLAGS).groupindex)
+    leans = leans_on_end(pattern)
+    if regex_only(pattern):
+        # syntax the analyses do not read (fuzzy matching, ...): the general path, which
+        # asks the regex module itself
+        return Delimiter("regex", key, path, pattern=pattern, groups=groups, leans=leans)
     kind = "zero_width" if is_zero_width(pattern) else "regex"
     info = lead(pattern) if kind == "regex" else None
     gap = gap_split(pattern) if info is not None else None
-    return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info, gap=gap)
+    return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info, gap=gap, leans=leans)
 
 
 def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple) -> Delimiter | None:
@@ -185,12 +196,14 @@ def build_ir(template: dict) -> TemplateIR:
                 close=_delimiter(spec, "close", "close_pattern", parts),
                 content=spec.get("content", "text"),
                 content_args=spec.get("content_args", {}),
-                repeats=spec.get("repeats", False),
+                # flags count by their truthiness, as in the reference
+                repeats=bool(spec.get("repeats", False)),
                 join=spec.get("join"),
-                optional=spec.get("optional", True),
+                optional=bool(spec.get("optional", True)),
                 transform=spec.get("transform"),
                 has_transform=spec.get("transform") is not None,
                 transform_each=spec.get("transform_each", False),
+                loose=bool(content_args_findings(spec.get("content", "text"), spec.get("content_args", {}))),
             )
         )
     implicit = next((f for f in fields if f.implicit), None)
@@ -212,7 +225,7 @@ def build_ir(template: dict) -> TemplateIR:
 
     anchor = _delimiter(template, "start_anchor", "start_anchor_pattern", ())
     delimiters = [d for f in fields for d in (f.open, f.close) if d is not None]
-    needs = [lookback(d.pattern) for d in delimiters if d.pattern is not None]
+    needs = [-1 if regex_only(d.pattern) else lookback(d.pattern) for d in delimiters if d.pattern is not None]
     context = -1 if -1 in needs else max(needs, default=0)
     return TemplateIR(
         fields=fields,

@@ -19,7 +19,17 @@ from dataclasses import dataclass
 
 import regex
 
-__all__ = ["Lead", "gap_split", "is_zero_width", "lazy_group_split", "lead", "lookback", "word_key_head"]
+__all__ = [
+    "Lead",
+    "gap_split",
+    "is_zero_width",
+    "lazy_group_split",
+    "lead",
+    "leans_on_end",
+    "lookback",
+    "regex_only",
+    "word_key_head",
+]
 
 _META = set(".^$*+?{}[]\\|()")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
@@ -398,3 +408,132 @@ def lazy_group_split(pattern: str, group: str = "value") -> tuple[str, bool, str
     if text is None:
         return None
     return head, ws, text
+
+
+# --- constructs only the regex module knows ---------------------------------------
+#: A ``{`` that does not open a repetition ``{m}``, ``{m,}``, ``{,n}``, ``{m,n}``: the
+#: regex module's fuzzy constraints (``{e<=1}``) among others.
+_NOT_REPEAT_BRACE = regex.compile(r"(?<!\\)(?:\\\\)*\{(?!\s*\d*\s*(?:,\s*\d*\s*)?\})")
+
+
+def regex_only(pattern: str) -> bool:
+    """True when ``pattern`` may use syntax that only the ``regex`` module gives a meaning:
+    fuzzy constraints, POSIX classes, branch reset, ``\\p``, ``\\m``, named lists, recursion,
+    version flags, ... -- anything Python's own parser (``re``) does not read the same way.
+
+    The analyses of this module read patterns as ``re`` would; for such a pattern they
+    answer "not known", so generated code takes the general path, which asks the regex
+    module itself. Conservative: a literal ``{`` that is not a repetition counts too.
+    """
+    if _NOT_REPEAT_BRACE.search(pattern) or "[:" in pattern:
+        return True
+    try:
+        import re._parser as sre_parse  # Python's own regex parser (3.11+)
+    except ImportError:  # pragma: no cover - older Pythons
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        sre_parse.parse(pattern, 16)  # DOTALL, as templates are compiled
+    except Exception:  # noqa: BLE001 - re does not read it: regex-module syntax
+        return True
+    return False
+
+
+# --- leaning on the end of the input ----------------------------------------------
+def leans_on_end(pattern: str) -> bool:
+    """True when a complete match of ``pattern`` that ends *before* the end of the text may
+    change if the text goes on (transformers 5.24's rule: such a match is final only if
+    the same match comes out of the text with one more character, ``\\x00``, appended).
+
+    A match can only change there if some way of matching looks at the end of the text:
+    an end anchor (``$``, ``\\Z``), a lookaround (which may reach it), a back reference
+    (conservatively), or an element that can match ``\\x00`` followed by nothing the match
+    still needs (then the appended character completes a longer, preferred match).
+    Everything else reads the same characters either way, so its match stands: such a
+    delimiter needs no extra match. Conservative: True when the pattern is not understood.
+    """
+    if regex_only(pattern) or "\x00" in pattern:
+        return True
+    try:
+        import re._parser as sre_parse
+        import re._constants as sre
+    except ImportError:  # pragma: no cover
+        return True
+    try:
+        tree = sre_parse.parse(pattern, 16)
+    except Exception:  # noqa: BLE001
+        return True
+
+    end_codes = {sre.AT_END, sre.AT_END_STRING, sre.AT_END_LINE}
+    single = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+
+    def matches_nul(op, arg) -> bool:
+        if op is sre.LITERAL:
+            return arg == 0
+        if op is sre.NOT_LITERAL or op is sre.ANY:
+            return arg != 0 if op is sre.NOT_LITERAL else True
+        # IN: a class; \x00 is in it (or out of it, negated) by its items
+        negate = False
+        found = False
+        for item_op, item_arg in arg:
+            if item_op is sre.NEGATE:
+                negate = True
+            elif item_op is sre.LITERAL:
+                found = found or item_arg == 0
+            elif item_op is sre.RANGE:
+                found = found or item_arg[0] == 0
+            elif item_op is sre.CATEGORY:
+                found = found or item_arg in (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
+            else:
+                return True  # unknown: assume it does
+        return found != negate
+
+    def nullable(items) -> bool:
+        return all(nullable_item(op, arg) for op, arg in items)
+
+    def nullable_item(op, arg) -> bool:
+        if op in single:
+            return False
+        if op is sre.AT:
+            return True
+        if op is sre.SUBPATTERN:
+            return nullable(arg[-1])
+        if op is getattr(sre, "ATOMIC_GROUP", None):
+            return nullable(arg)
+        if op is sre.BRANCH:
+            return any(nullable(alt) for alt in arg[1])
+        if op in repeats:
+            return arg[0] == 0 or nullable(arg[2])
+        return True  # (not reached for patterns that pass `leans`)
+
+    def leans(items, tail_nullable: bool) -> bool:
+        """Does anything in ``items`` lean, when what follows them may match empty
+        (``tail_nullable``)?"""
+        after = tail_nullable
+        for op, arg in reversed(list(items)):
+            if op in single:
+                if after and matches_nul(op, arg):
+                    return True
+            elif op is sre.AT:
+                if arg in end_codes:
+                    return True
+            elif op is sre.SUBPATTERN:
+                if leans(arg[-1], after):
+                    return True
+            elif op is getattr(sre, "ATOMIC_GROUP", None):
+                if leans(arg, after):
+                    return True
+            elif op is sre.BRANCH:
+                if any(leans(alt, after) for alt in arg[1]):
+                    return True
+            elif op in repeats:
+                # a later repetition is optional, or needs the body again: what follows the
+                # body is no more "needed" than what follows the repeat (conservative)
+                if leans(arg[2], after):
+                    return True
+            else:
+                return True  # lookarounds, back references, conditionals, ...
+            after = after and nullable_item(op, arg)
+        return False
+
+    return leans(tree, True)

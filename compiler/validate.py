@@ -2,7 +2,9 @@
 
 Every failure is a :class:`TemplateError` whose message starts with the path of
 the offending value (``fields.tool_calls.open_pattern: invalid regex: ...``)
-and says what to do about it.
+and says what to do about it. A template fails exactly where the reference
+(transformers' ``load_response_template``) refuses it; what the reference accepts
+but that looks wrong is a :class:`TemplateWarning`, and compiles.
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ import regex
 
 from ..runtime.content import PARSER_ARGS, PARSER_NAMES
 
-__all__ = ["TemplateError", "validate_template", "load_template_file", "format_path", "PLACEHOLDER", "REGEX_FLAGS"]
+__all__ = [
+    "PLACEHOLDER",
+    "REGEX_FLAGS",
+    "TemplateError",
+    "TemplateWarning",
+    "content_args_findings",
+    "format_path",
+    "load_template_file",
+    "validate_template",
+]
 
 #: How every template regex is compiled (as the reference does): DOTALL on, MULTILINE off.
 REGEX_FLAGS = regex.DOTALL
@@ -46,10 +57,23 @@ _IDENTIFIER = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class TemplateError(ValueError):
     """An invalid response template. The message starts with the path of what is wrong."""
 
+    def __init__(self, path: str, problem: str, parts: tuple = ()):
+        self.path = path
+        self.problem = problem
+        self.parts = parts
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class TemplateWarning(UserWarning):
+    """Something a template says that the reference accepts but that looks wrong: an
+    argument its parser ignores, a flag that is not a boolean, a pattern that makes every
+    region fail to parse, ... The message starts with the path, as a TemplateError's does;
+    ``strict=True`` (``respc compile --strict``) raises these as TemplateError."""
+
     def __init__(self, path: str, problem: str):
         self.path = path
         self.problem = problem
-        super().__init__(f"{path}: {problem}" if path else problem)
+        super().__init__(f"{path}: {problem}")
 
 
 def format_path(parts: tuple | list) -> str:
@@ -66,7 +90,7 @@ def format_path(parts: tuple | list) -> str:
 
 
 def _fail(parts: tuple | list, problem: str) -> TemplateError:
-    return TemplateError(format_path(parts) or "template", problem)
+    return TemplateError(format_path(parts) or "template", problem, tuple(parts))
 
 
 def load_template_file(path: str | Path) -> dict:
@@ -85,9 +109,29 @@ def load_template_file(path: str | Path) -> dict:
             str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     # A tokenizer_config.json carries the template under "response_template".
-    if isinstance(data, dict) and "fields" not in data and isinstance(data.get("response_template"), dict):
-        data = data["response_template"]
+    if isinstance(data, dict) and "fields" not in data:
+        if isinstance(data.get("response_template"), dict):
+            return data["response_template"]
+        if "response_template" in data:
+            raise TemplateError(
+                f"{path}: response_template",
+                f"must be a JSON object (a response template), got {type(data['response_template']).__name__}",
+            )
+        if _TOKENIZER_KEYS.intersection(data):
+            raise TemplateError(
+                str(path),
+                "no response template found: this looks like a tokenizer_config.json without a "
+                "'response_template' key; pass a template JSON file, a bundled template name (respc list), "
+                "or a tokenizer_config.json that holds one",
+            )
     return data
+
+
+#: keys that only a tokenizer_config.json has (to tell one without a template apart)
+_TOKENIZER_KEYS = frozenset(
+    {"tokenizer_class", "model_max_length", "chat_template", "added_tokens_decoder", "bos_token", "eos_token",
+     "pad_token", "clean_up_tokenization_spaces", "model_input_names"}
+)
 
 
 def check_json_values(value: Any, parts: tuple = ()) -> None:
@@ -232,43 +276,101 @@ def _check_transform_strings(value: Any, parts: tuple) -> None:
         )
 
 
-def _check_content_args(content: str, args: Any, parts: tuple) -> None:
+def _content_findings(content: str, args: Any, parts: tuple, out: list) -> None:
+    """What the reference accepts in ``content_args`` but would ignore, or fail on only when a
+    region is parsed: each finding ``(parts, problem)`` goes to ``out``. A field without
+    findings has canonical arguments (bound once by ``runtime.content``); any other runs its
+    arguments through ``runtime.loose``, with the reference's semantics."""
     if not isinstance(args, dict):
-        raise _fail(parts, f"must be an object of arguments for the '{content}' parser, got {type(args).__name__}")
-    allowed = PARSER_ARGS[content]
+        out.append((parts, f"must be an object of arguments for the '{content}' parser, got "
+                    f"{type(args).__name__}; the reference accepts the template but fails (AttributeError) "
+                    "when the field is parsed"))
+        return
+    allowed = PARSER_ARGS.get(content, frozenset())
     for key in args:
         if key not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
-            raise _fail((*parts, key), f"unknown argument for the '{content}' parser; it accepts: {known}")
-    ref = "#/$defs/content_args/" + ("text" if content in ("int", "float", "bool") else content)
-    _schema_check(args, ref, parts)
+            out.append(((*parts, key), f"the '{content}' parser ignores this argument (it reads: {known}); remove it"))
+    if content not in _SCHEMA_ARGS:
+        return
+    ref = "#/$defs/content_args/" + _SCHEMA_ARGS[content]
+    known_only = {k: v for k, v in args.items() if k in allowed}
+    problem = _schema_problem(known_only, ref, parts)
+    if problem is not None:
+        out.append(problem)
+        return
     if content == "xml-inline":
-        tag = _compile_regex(args["tag_pattern"], (*parts, "tag_pattern"))
-        for group in ("key", "value"):
-            if group not in tag.groupindex:
-                raise _fail(
-                    (*parts, "tag_pattern"),
-                    f"needs a named group '{group}' (write (?P<{group}>...)); each match becomes key -> value",
-                )
-    for key in ("value_parser",):
-        if key in args:
-            nested = args[key]
-            _check_content_args(nested["name"], nested.get("args", {}), (*parts, key, "args"))
+        if "tag_pattern" not in args:
+            out.append(((*parts, "tag_pattern"), "is required by the 'xml-inline' parser; without it every region "
+                        "of this field fails to parse (ValueError)"))
+            return
+        try:
+            tag = regex.compile(args["tag_pattern"], REGEX_FLAGS)
+        except Exception as exc:  # noqa: BLE001
+            out.append(((*parts, "tag_pattern"), f"invalid regex ({exc}); every region of this field fails to parse"))
+            return
+        if "key" not in tag.groupindex:
+            out.append(((*parts, "tag_pattern"), "needs a named group 'key' (write (?P<key>...)); a match without "
+                        "it fails to parse (ValueError)"))
+        if "value" not in tag.groupindex:
+            out.append(((*parts, "tag_pattern"), "has no named group 'value' (write (?P<value>...)); every value "
+                        "is then the empty string"))
+    if "value_parser" in args:
+        nested = args["value_parser"]
+        name = nested.get("name", "text")
+        _content_findings(name, nested.get("args", {}), (*parts, "value_parser", "args"), out)
 
 
-def validate_template(template: Any) -> dict:
-    """Check ``template`` completely; return it unchanged when it is valid."""
+#: the schema entry that describes each parser's canonical content_args
+_SCHEMA_ARGS = {
+    "text": "text", "int": "text", "float": "text", "bool": "text",
+    "json": "json", "xml-inline": "xml-inline", "kv-lines": "kv-lines", "python-call-list": "none",
+}
+
+
+def content_args_findings(content: str, args: Any, parts: tuple = ()) -> list[tuple[tuple, str]]:
+    """The findings of :func:`_content_findings` for one field's ``content_args``."""
+    out: list = []
+    _content_findings(content, args, parts, out)
+    return out
+
+
+def _schema_problem(instance: Any, ref: str, base: tuple) -> tuple[tuple, str] | None:
+    try:
+        _schema_check(instance, ref, base)
+    except TemplateError as exc:
+        return (exc.parts, exc.problem)
+    return None
+
+
+def _truthy_flag(field: dict, key: str, parts: tuple, findings: list) -> None:
+    if key in field and not isinstance(field[key], bool):
+        value = field[key]
+        findings.append(
+            ((*parts, key), f"should be true or false, got {type(value).__name__} {json.dumps(value)}; it is read as "
+             f"{'true' if value else 'false'} (its truthiness), as the reference does")
+        )
+
+
+def validate_template(template: Any, *, strict: bool = False) -> list[TemplateWarning]:
+    """Check ``template``: raise :class:`TemplateError` for what the reference rejects (at the
+    path, with a fix); return a :class:`TemplateWarning` for each thing it accepts that looks
+    wrong (an argument the parser ignores, a non-boolean flag, ...). ``strict``: raise the
+    first of those as a TemplateError instead."""
     if not isinstance(template, dict):
         raise TemplateError(
             "template", f"a response template must be a dict (a JSON object), got {type(template).__name__}"
         )
     check_json_values(template)
+    findings: list[tuple[tuple, str]] = []
     for key in template:
         if key not in _TOP_KEYS:
             raise _fail((key,), f"unknown top-level key; the known keys are: {', '.join(_TOP_KEYS)}")
     version = template.get("version", 1)
-    if version != 1 or isinstance(version, bool):
+    if version != 1:
         raise _fail(("version",), f"unsupported template version {version!r}; only version 1 exists")
+    if type(version) is not int:
+        findings.append((("version",), f"should be the integer 1, got {json.dumps(version)}"))
     if not isinstance(template.get("defaults", {}), dict):
         raise _fail(("defaults",), "must be a dict of values pre-filled in every message")
     fields = template.get("fields")
@@ -290,7 +392,7 @@ def validate_template(template: Any) -> dict:
             if key not in _FIELD_KEYS:
                 raise _fail((*parts, key), f"unknown field key; the known keys are: {', '.join(_FIELD_KEYS)}")
         content = field.get("content", "text")
-        if content not in PARSER_NAMES:
+        if not isinstance(content, str) or content not in PARSER_NAMES:
             raise _fail(
                 (*parts, "content"),
                 f"unknown content parser {content!r}; available: {', '.join(sorted(PARSER_NAMES))}",
@@ -299,11 +401,16 @@ def validate_template(template: Any) -> dict:
         close_re = _check_anchor_pair(field, parts, "close", "close_pattern", f"field {name!r}")
         if "open" not in field and "open_pattern" not in field:
             implicit.append(name)
-        if "join" in field:
-            if not isinstance(field["join"], str):
-                raise _fail((*parts, "join"), f"must be a string separator, got {type(field['join']).__name__}")
+        join = field.get("join")
+        if join is not None:
+            if not isinstance(join, str):
+                raise _fail((*parts, "join"), f"must be a string separator, got {type(join).__name__}")
             if not field.get("repeats", False):
                 raise _fail((*parts, "join"), "'join' requires 'repeats': true (it joins the repeated blocks)")
+        elif "join" in field:
+            findings.append(((*parts, "join"), "is null, which means no join; remove it"))
+        _truthy_flag(field, "repeats", parts, findings)
+        _truthy_flag(field, "optional", parts, findings)
         transform = field.get("transform")
         transform_each = field.get("transform_each", False)
         if not isinstance(transform_each, bool):
@@ -322,14 +429,15 @@ def validate_template(template: Any) -> dict:
                     "the output through a transform (next to 'content'): add one that uses them, or remove "
                     "the named groups",
                 )
-        _schema_check(field, "#/$defs/field", parts)
-        _check_content_args(content, field.get("content_args", {}), (*parts, "content_args"))
+        _content_findings(content, field.get("content_args", {}), (*parts, "content_args"), findings)
     if len(implicit) > 1:
         raise _fail(
             ("fields",),
             f"at most one field may omit 'open'/'open_pattern' (that field collects the text no other region "
             f"claims); found {len(implicit)}: {', '.join(map(repr, implicit))}. Give the others an open delimiter",
         )
-    _schema_check(template, "", ())
-    return template
-
+    warnings_ = [TemplateWarning(format_path(where) or "template", problem) for where, problem in findings]
+    if strict and warnings_:
+        first = warnings_[0]
+        raise TemplateError(first.path, first.problem + " (strict mode: a template must be free of warnings)")
+    return warnings_

@@ -34,7 +34,7 @@ from .api import (  # noqa: E402
     load,
     parse_response,
 )
-from .compiler import TemplateError  # noqa: E402
+from .compiler import TemplateError, TemplateWarning  # noqa: E402
 
 #: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
 #: compiler are available), False when it runs from its Python sources
@@ -46,6 +46,7 @@ __all__ = [
     "CompiledTemplate",
     "ResponseParser",
     "TemplateError",
+    "TemplateWarning",
     "bundled_templates",
     "compile_template",
     "get_response_parser",

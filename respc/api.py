@@ -6,6 +6,7 @@ Names and argument order follow transformers' ``parse_response`` /
 
 from __future__ import annotations
 
+import difflib
 import marshal
 import os
 import re
@@ -16,7 +17,8 @@ from importlib import resources
 from typing import Any
 
 from ._version import __version__
-from .compiler import canonical_json, compile_source, hash_canonical, load_template_file
+from .compiler import canonical_json, compile_source, format_source, hash_canonical, load_template_file
+from .compiler.validate import TemplateError, validate_template
 from .runtime import loader
 from .runtime.base import PREFIX_REQUIRED, ParserBase
 
@@ -39,17 +41,30 @@ class CompiledTemplate:
     ``hash`` identifies it (template + respc version), ``source`` is the
     generated module, ``template`` the template dict; ``parse()`` parses a whole
     output and ``parser()`` starts a stream.
+
+    A template compiled at run time executes its module as emitted; ``source`` is that
+    code formatted with black, worked out when first asked for (formatting costs far more
+    than compiling, and changes only layout: black checks that the code means the same).
     """
 
-    __slots__ = ("hash", "source", "template", "module", "Parser", "name")
+    __slots__ = ("hash", "_source", "_formatted", "template", "module", "Parser", "name")
 
-    def __init__(self, module: types.ModuleType, source: str, name: str | None = None):
+    def __init__(self, module: types.ModuleType, source: str, name: str | None = None, *, formatted: bool = True):
         self.module = module
         self.Parser: type[ParserBase] = module.Parser
         self.hash: str = module.TEMPLATE_HASH
         self.template: dict = module.TEMPLATE
-        self.source = source
+        self._source = source
+        self._formatted = formatted
         self.name = name
+
+    @property
+    def source(self) -> str:
+        """The generated module's source, black-formatted (what ``respc compile`` prints)."""
+        if not self._formatted:
+            self._source = format_source(self._source)
+            self._formatted = True
+        return self._source
 
     def parser(self, *, prefix: str | None = None, tools: Tools = None) -> ParserBase:
         """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``."""
@@ -117,22 +132,34 @@ def _build(template: dict, canonical: str) -> CompiledTemplate:
         if bundled is not None and bundled.hash == digest:
             return bundled
     source = loader.read_cached(digest)
-    if source is None:
-        digest, source = compile_source(template)
-        loader.write_cached(digest, source)
-    return CompiledTemplate(loader.module_from_source(source, digest), source)
+    if source is not None:
+        return CompiledTemplate(loader.module_from_source(source, digest), source, formatted=False)
+    digest, source = compile_source(template, format=False)
+    module = loader.module_from_source(source, digest)
+    loader.write_cached(digest, source)  # only a module that compiled and ran is cached
+    return CompiledTemplate(module, source, formatted=False)
 
 
-def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> CompiledTemplate:
-    """Compile ``template`` (a dict, a JSON file path, or a CompiledTemplate).
+def compile_template(
+    template: dict | str | os.PathLike | CompiledTemplate, *, strict: bool = False
+) -> CompiledTemplate:
+    """Compile ``template`` (a dict, a JSON file path, a bundled template's name, or a
+    CompiledTemplate).
 
     Compiled modules are cached in-process and on disk by template hash, so a
-    template compiles once; every template runs as generated code.
+    template compiles once; every template runs as generated code. What the
+    template says that the reference accepts but looks wrong is issued as a
+    :class:`respc.TemplateWarning` when it compiles; ``strict=True`` raises it as a
+    :class:`respc.TemplateError` instead.
     """
     if isinstance(template, CompiledTemplate):
         return template
     if isinstance(template, (str, os.PathLike)):
-        template = load_template_file(template)
+        template = resolve_template(template)
+        if isinstance(template, CompiledTemplate):
+            return template
+    if strict:
+        validate_template(template, strict=True)
     # The same dict object passed again: its snapshot (much cheaper than the canonical
     # JSON) tells whether it changed since.
     seen = _BY_OBJECT.get(id(template)) if template.__class__ is dict else None
@@ -154,6 +181,25 @@ def compile_template(template: dict | str | os.PathLike | CompiledTemplate) -> C
             _BY_OBJECT.clear()
         _BY_OBJECT[id(template)] = (template, shown or _snapshot(template), compiled)
     return compiled
+
+
+def resolve_template(ref: str | os.PathLike) -> dict | CompiledTemplate:
+    """A template named by a string: a path when it names an existing file, ends in
+    ``.json`` or holds a path separator (read as a template JSON or a tokenizer_config.json);
+    otherwise the bundled template of that name (``-``, ``.`` and ``_`` alike). An unknown
+    name is a TemplateError that lists the close matches."""
+    text = os.fspath(ref)
+    if not isinstance(text, str):
+        raise TypeError(f"a template path must be a str, got {type(text).__name__}")
+    if (
+        isinstance(ref, os.PathLike)
+        or os.path.isfile(text)
+        or text.endswith(".json")
+        or os.sep in text
+        or (os.altsep is not None and os.altsep in text)
+    ):
+        return load_template_file(text)
+    return load(text)
 
 
 def _ident(name: str) -> str:
@@ -196,18 +242,32 @@ def _bundled(name: str) -> CompiledTemplate | None:
     return compiled
 
 
+class UnknownTemplate(TemplateError, KeyError):
+    """No bundled template has this name (a TemplateError, and a KeyError as before)."""
+
+    __str__ = TemplateError.__str__
+
+
 def load(name: str) -> CompiledTemplate:
     """A bundled model template by name (``"qwen3"``, ``"gpt-oss"``, ...), from its generated module.
 
     A template dict equal to a bundled one gets the same module from ``compile_template``.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"load() takes a bundled template's name (a str; see respc.bundled_templates()), got {type(name).__name__}")
     ident = _ident(name)
     compiled = _BY_NAME.get(ident)
     if compiled is not None:
         return compiled
     names = {_ident(n): n for n in bundled_templates()}
     if ident not in names:
-        raise KeyError(f"no bundled template named {name!r}; available: {', '.join(sorted(names.values()))}")
+        close = difflib.get_close_matches(ident, list(names), n=4, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(names[c]) for c in close)}? " if close else ""
+        raise UnknownTemplate(
+            str(name),
+            f"no bundled template of this name; {hint}the bundled ones are listed by `respc list` "
+            f"({len(names)}); pass a path to a template JSON file for any other",
+        )
     compiled = _bundled(names[ident])
     if compiled is None:  # no generated module (or one from another respc version): compile the JSON
         path = resources.files("respc.templates").joinpath(f"{names[ident]}.json")

@@ -49,6 +49,7 @@ __all__ = [
     "ParserBase",
     "PREFIX_REQUIRED",
     "REGEX_WS",
+    "edge_moves",
     "partial_start",
     "prefix_partial",
     "quiet_cut",
@@ -491,8 +492,11 @@ class ParserBase:
                 else:
                     begin, end, action, match = found
                 had_content = opened = opened or (begin > pos and cur >= 0)
-                if action == CLOSE and begin == end and opened_at == begin + off:
-                    self._ban = begin + off  # the progress rule (see _process)
+                if action == CLOSE:
+                    if begin == end and opened_at == begin + off:
+                        self._ban = begin + off  # the progress rule (see _process)
+                    if match is not None:  # a close's named groups join the open's captures
+                        caps = {**caps, **_captures(match)}
                 if opened:  # close the open region into its value
                     value = finish[cur](head + buf[pos:begin] if head else buf[pos:begin], caps)
                     if table and typed[cur]:
@@ -572,6 +576,10 @@ class ParserBase:
                     self._open(events, action, match, begin, end)
                 else:
                     had_content = self._opened
+                    if match is not None:
+                        # a close's named groups join the open's captures in the transform
+                        # scope, overriding an open capture of the same name
+                        self._caps = {**self._caps, **_captures(match)}
                     if begin == end and self._opened_at == begin + off:
                         # Progress rule: this region opened and closes at one position with
                         # zero-width delimiters. The reference would reopen it here forever;
@@ -907,6 +915,16 @@ def still_pending(x: str, pending: tuple, marks: tuple[str, ...]) -> bool:
         match = rx.match(x, 0, partial=True)
         return match is not None and match.partial
     return False
+
+
+def edge_moves(rx: Any, buf: str, match: Any) -> bool:
+    r"""True when the complete ``match`` of ``rx``, which ends before the end of ``buf``, is
+    not final yet: matched again at its start with one more character (``\x00``, neither a
+    newline nor the end of the text) appended to ``buf``, it moves or its named groups
+    change (it leaned on ``$``, ``\Z`` or a lookahead at the end). The reference's rule;
+    generated scans ask it only for patterns that can lean on the end (regexinfo)."""
+    again = rx.match(buf + "\x00", match.start())
+    return again is None or again.span() != match.span() or again.groupdict() != match.groupdict()
 
 
 def ws_run_end(buf: str, i: int) -> int:

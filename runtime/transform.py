@@ -10,9 +10,15 @@ placeholder root, ``ValueError`` for a path that does not resolve.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-__all__ = ["capture", "member", "dig", "each"]
+import regex
+
+__all__ = ["capture", "member", "dig", "each", "item", "fill", "json_value"]
+
+#: A whole-string placeholder, as the compiler reads it (compiler/validate.py PLACEHOLDER).
+_PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
 
 def _missing(placeholder: str, available: Any) -> KeyError:
@@ -67,3 +73,34 @@ def item(value: Any, field: str) -> dict:
             f"field {field!r}: transform_each requires each list element to be a dict, got {type(value).__name__}"
         )
     return value
+
+
+def json_value(text: str) -> Any:
+    """A fresh copy of the JSON value ``text`` holds: how generated code spells a constant
+    nested too deeply for a Python literal (Python's parser stops at 200 levels)."""
+    return json.loads(text)
+
+
+def fill(node: Any, value: Any, caps: dict, element: dict | None) -> Any:
+    """A transform template ``node`` filled in at run time: what the compiler inlines as
+    an expression, for a transform nested too deeply for one. ``value`` is the parsed
+    content, ``element`` the list item under ``transform_each`` (None otherwise). Dicts and
+    lists are rebuilt in order, placeholders looked up as the inlined code does."""
+    if isinstance(node, dict):
+        return {key: fill(child, value, caps, element) for key, child in node.items()}
+    if isinstance(node, list):
+        return [fill(child, value, caps, element) for child in node]
+    if not isinstance(node, str):
+        return node
+    whole = _PLACEHOLDER.fullmatch(node)
+    if whole is None:
+        return node
+    path = whole.group(1)
+    root, *keys = path.split(".")
+    if element is not None:
+        found = member(element, caps, root, path)
+    elif root == "content":
+        found = value
+    else:
+        found = capture(caps, root, path)
+    return dig(found, tuple(keys), path) if keys else found

@@ -126,7 +126,7 @@ def test_template_strings_never_become_code(evil, tmp_path):
     assert "os" not in names and "__import__" not in names
     calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     allowed = regex.compile(
-        r"_regex\.compile|_content\.make_parser|_tf\.\w+|_base\.(partial_start|prefix_partial|tail_in)|buf\.(find|startswith)|frozenset|"
+        r"_regex\.compile|_content\.make_parser|_tf\.\w+|_base\.(partial_start|prefix_partial|tail_in|edge_moves)|buf\.(find|startswith)|frozenset|"
         r"prefix\.rfind|_RE_\w+\.(search|finditer|match)|_base\.ws_run_start|m\.(span|start|end)|out\.append|body\.strip|"
         r"int|float|len|_parse_\w+|body(\.strip\(\))?\.lower"
     )

@@ -897,9 +897,8 @@ def test_transform_gpt_oss_open_pattern_capture():
 
 
 def test_transform_close_pattern_capture_matches_reference():
-    # NOTE: the spec says named groups of close_pattern are available to transform, but the reference
-    # (transformers 5.23.0) only exposes the captures of open_pattern: a placeholder naming a close_pattern
-    # group is undefined when the region closes and parsing fails.  respc follows the reference.
+    # transformers 5.24: named groups of close_pattern join the transform scope (5.23 only
+    # exposed the open pattern's, so this failed there)
     template = single_field(
         "x",
         {
@@ -909,7 +908,23 @@ def test_transform_close_pattern_capture_matches_reference():
             "transform": {"id": "{id}", "body": "{content}"},
         },
     )
-    both_raise((KeyError, ValueError), "<x>hello</x id=12>", template)
+    check("<x>hello</x id=12>", template, {"x": {"id": "12", "body": "hello"}})
+
+
+def test_transform_close_captures_override_open_captures():
+    template = single_field(
+        "x",
+        {
+            "open_pattern": r"<x id=(?P<id>\d+)(?P<k>!?)>",
+            "close_pattern": r"</x(?: id=(?P<id>\d+))?(?P<k>\??)>",
+            "content": "text",
+            "transform": {"id": "{id}", "k": "{k}", "body": "{content}"},
+        },
+    )
+    # the close's id overrides the open's; an empty group that took part overrides too
+    check("<x id=1!>a</x id=2>", template, {"x": {"id": "2", "k": "", "body": "a"}})
+    # a close group that did not take part leaves the open's capture
+    check("<x id=1!>a</x?>", template, {"x": {"id": "1", "k": "?", "body": "a"}})
 
 
 def test_transform_open_and_close_pattern_groups_open_side_available():
@@ -1015,10 +1030,11 @@ def test_regex_caret_and_dollar_match_only_at_input_edges():
     # one-shot: "$" does not match at the inner newline, only at the end of the input
     assert_same(both_parse(text, template), {"content": "a", "x": "line1\nline2"})
     assert_same(both_stream(template, [text])["message"], {"content": "a", "x": "line1\nline2"})
-    # streamed char by char, Python's "$" also matches just before a newline that ends the *buffer*
-    # ("a<x>line1\n"), so the region closes there -- a quirk of the reference that respc reproduces
+    # streamed char by char: "$" also matches just before a newline that ends the *buffer*
+    # ("a<x>line1\n"), but since 5.24 such a match is final only if it survives one more
+    # character, so it waits and the stream gives the one-shot message
     run = both_stream(template, list(text))
-    assert_same(run["message"], {"content": "line2", "x": "line1"})
+    assert_same(run["message"], {"content": "a", "x": "line1\nline2"})
 
 
 def test_regex_word_class_is_unicode_aware():

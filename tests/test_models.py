@@ -1,0 +1,144 @@
+"""Every bundled model family parses what that model really writes.
+
+Each family has a template (``templates/<name>.json``) and a samples file
+(``templates/samples/<name>.json``) written from the family's real chat template and output
+format: prompts rendered with the model's own chat template (the prefix), outputs in the
+model's exact format, and the message each must give. Every case is parsed
+
+- whole, and streamed in 1-character and seeded random chunks, to the expected message;
+- with each of the family's end-of-turn tokens appended (unless the case is cut off), to the
+  same message;
+- by the reference (``transformers``' chat_parsing) with the same template: the same message,
+  and the same events chunk by chunk.
+
+Samples file shape (JSON)::
+
+    {"family": "qwen3",
+     "tools": [...OpenAI tool schemas, used to type arguments...],
+     "end_tokens": ["<|im_end|>"],
+     "doc": {"format": ..., "reasoning": ..., "tool_calls": ..., "ids": ..., "prompt": ...,
+             "source": ..., "not_covered": ...},
+     "cases": [{"name": "reasoning_tool_call", "prefix": "...", "output": "...",
+                "expected": {...}, "cut": false, "tools": true}, ...]}
+
+A case's ``tools`` (default true) says whether the family's tools are passed when parsing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from compare import assert_same
+from transformers.utils.chat_parsing import ResponseParser as RefParser  # the behavioural reference
+from transformers.utils.chat_parsing import parse_response as ref_parse
+
+import respc
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+SAMPLES = TEMPLATES / "samples"
+
+#: the case kinds every family must have (a family whose format has no parallel calls, or no
+#: reasoning, says so in its doc and leaves that case out: see REQUIRED_UNLESS)
+REQUIRED = ("reasoning_tool_call", "reasoning_answer", "content_only", "cut_mid_call")
+
+
+def _families() -> list[str]:
+    return sorted(p.stem for p in SAMPLES.glob("*.json"))
+
+
+def _load(name: str) -> tuple[dict, dict]:
+    template = json.loads((TEMPLATES / f"{name}.json").read_text(encoding="utf-8"))
+    samples = json.loads((SAMPLES / f"{name}.json").read_text(encoding="utf-8"))
+    return template, samples
+
+
+def _cases() -> list:
+    out = []
+    for name in _families():
+        _, samples = _load(name)
+        for case in samples["cases"]:
+            out.append(pytest.param(name, case["name"], id=f"{name}:{case['name']}"))
+    return out
+
+
+def _case(name: str, case_name: str) -> tuple[dict, dict, dict]:
+    template, samples = _load(name)
+    case = next(c for c in samples["cases"] if c["name"] == case_name)
+    return template, samples, case
+
+
+def _chunkings(text: str, seed: str) -> list[tuple[str, list[str]]]:
+    out = [("whole", [text]), ("1-char", list(text))]
+    rng = random.Random(seed)
+    for k in range(3):
+        chunks, at = [], 0
+        while at < len(text):
+            step = rng.randint(1, 12)
+            chunks.append(text[at : at + step])
+            at += step
+        out.append((f"random{k}", chunks))
+    return out
+
+
+def _stream(make, chunks: list[str]) -> tuple[dict, list]:
+    parser = make()
+    events = [list(parser.initial_events)]
+    for chunk in chunks:
+        events.append(parser.feed(chunk))
+    message, final = parser.finalize()
+    events.append(final)
+    return message, events
+
+
+def test_every_family_has_a_template_and_samples():
+    names = _families()
+    templates = sorted(p.stem for p in TEMPLATES.glob("*.json"))
+    assert names == templates, "each bundled template needs templates/samples/<name>.json, and vice versa"
+    assert sorted(respc.bundled_templates()) == sorted(templates)
+
+
+@pytest.mark.parametrize("name", _families())
+def test_family_samples_are_complete(name):
+    template, samples = _load(name)
+    assert samples["family"] == name
+    kinds = {c["name"] for c in samples["cases"]}
+    missing = [k for k in REQUIRED if k not in kinds]
+    assert not missing, f"{name}: samples lack the cases {missing}"
+    doc = samples["doc"]
+    for key in ("format", "reasoning", "tool_calls", "ids", "prompt", "source", "not_covered"):
+        assert isinstance(doc.get(key), str) and doc[key], f"{name}: doc.{key} must be filled in"
+    # the bundled name and the template file agree, under every spelling of the name
+    compiled = respc.compile_template(template)
+    for spelling in {name, name.replace("-", "_").replace(".", "_"), name.replace(".", "-")}:
+        assert respc.load(spelling).hash == compiled.hash, spelling
+
+
+@pytest.mark.parametrize(("name", "case_name"), _cases())
+def test_family_case(name, case_name):
+    template, samples, case = _case(name, case_name)
+    tools = copy.deepcopy(samples.get("tools")) if case.get("tools", True) else None
+    expected = case["expected"]
+    prefix, output = case["prefix"], case["output"]
+    compiled = respc.compile_template(template)
+
+    # the reference agrees with the expected message: the template says what the model writes
+    assert_same(ref_parse(output, copy.deepcopy(template), prefix=prefix, tools=copy.deepcopy(tools)), expected)
+
+    outputs = [output]
+    if not case.get("cut", False):
+        outputs += [output + token for token in samples.get("end_tokens", [])]
+    for text in outputs:
+        assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected)
+        for label, chunks in _chunkings(text, f"{name}:{case_name}:{len(text)}"):
+            got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
+            assert_same(got_message, expected)
+            ref_message, ref_events = _stream(
+                lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
+            )
+            assert_same(got_events, ref_events, f"events[{label}, {len(text)} chars]")
