@@ -237,6 +237,8 @@ def _bundled(name: str) -> CompiledTemplate | None:
     module = loader.import_bundled(ident)
     if module is None or getattr(module, "RESPC_VERSION", None) != __version__:
         return None
+    if _bundled_hashes().get(getattr(module, "TEMPLATE_HASH", None)) != name:
+        return None  # generated from another version of the template (a checkout being edited)
     source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
     compiled = _BY_NAME[ident] = CompiledTemplate(module, source, name=name)
     return compiled

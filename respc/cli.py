@@ -1,12 +1,17 @@
 """The ``respc`` command line.
 
-    respc compile TEMPLATE.json [-o FILE] [--no-format]   print or write the generated module
+    respc compile TEMPLATE [-o FILE] [--no-format] [--strict]  print or write the generated module
     respc parse TEMPLATE [FILE|-] [--prefix-file F] [--tools-file F] [--stream] [--chunk-size N]
     respc build [--check] [--templates DIR] [--out DIR]   regenerate generated/ from templates/
     respc list                                            the bundled templates
+    respc lint TEMPLATE                                   what makes the template fragile (exit 1: findings)
+    respc diff OLD NEW [--samples DIR]                    review a template change (exit 1: behaviour changes)
 
-TEMPLATE is a JSON file or the name of a bundled template (``respc list``).
-User errors print one line on stderr and exit with status 2; no traceback.
+TEMPLATE is a JSON file (a template, or a tokenizer_config.json holding one) or the name of
+a bundled template (``respc list``; ``-``, ``.`` and ``_`` alike): a string that names an
+existing file, ends in ``.json`` or holds a path separator is a path.
+User errors print one line on stderr and exit with status 2; no traceback. A template's
+warnings print as ``respc: warning: PATH: ...`` lines on stderr.
 """
 
 from __future__ import annotations
@@ -30,20 +35,18 @@ class UserError(Exception):
 
 
 def _template_arg(spec: str) -> Any:
-    """A JSON file path, or the name of a bundled template."""
-    from .api import bundled_templates, load
-    from .compiler import load_template_file
+    """A JSON file path, or the name of a bundled template: a dict, or a CompiledTemplate."""
+    from .api import resolve_template
 
-    path = Path(spec)
-    if path.exists() or spec.endswith(".json") or "/" in spec or "\\" in spec:
-        return load_template_file(path)
-    try:
-        return load(spec)
-    except KeyError:
-        raise UserError(
-            f"{spec}: no such template file, and no bundled template of that name "
-            f"(bundled: {', '.join(bundled_templates())})"
-        ) from None
+    return resolve_template(spec)
+
+
+def _template_dict(spec: str) -> dict:
+    """The template ``spec`` names, as a dict (a bundled one's JSON)."""
+    from .api import CompiledTemplate
+
+    template = _template_arg(spec)
+    return template.template if isinstance(template, CompiledTemplate) else template
 
 
 def _read_text(spec: str | None, what: str) -> str:
@@ -60,15 +63,107 @@ def _json_default(value: Any) -> Any:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .compiler import compile_source, load_template_file
+    from .compiler import compile_source
 
-    template = load_template_file(args.template)
-    _, source = compile_source(template, format=not args.no_format)
+    _, source = compile_source(_template_dict(args.template), format=not args.no_format, strict=args.strict)
     if args.output:
         Path(args.output).write_text(source, encoding="utf-8")
     else:
         sys.stdout.write(source)
     return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .compiler.lint import lint
+
+    findings = lint(_template_dict(args.template))
+    for finding in findings:
+        print(finding)
+    if findings:
+        print(f"respc lint: {len(findings)} finding(s) in {args.template}", file=sys.stderr)
+        return EXIT_STALE
+    print(f"respc lint: {args.template}: no findings", file=sys.stderr)
+    return 0
+
+
+def _samples_for(spec: str) -> list[Path]:
+    """The bundled samples file of the family ``spec`` names (a bundled name, or a template
+    file named like one), if there is one."""
+    from .api import _ident, bundled_templates
+
+    folder = Path(str(resources.files("respc.templates"))) / "samples"
+    stem = Path(spec).name
+    for suffix in (".json",):
+        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
+    names = {_ident(n): n for n in bundled_templates()}
+    name = names.get(_ident(stem))
+    if name is None:
+        return []
+    path = folder / f"{name}.json"
+    return [path] if path.is_file() else []
+
+
+def _sample_cases(paths: list[Path]) -> list[tuple[str, str, str, Any]]:
+    """(label, prefix, output, tools) of every case of the samples files (and of every
+    samples file in the folders) given."""
+    cases = []
+    for path in paths:
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise UserError(f"{file}: cannot read the samples ({exc})") from None
+            if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+                raise UserError(f"{file}: a samples file is a JSON object with a 'cases' list")
+            for case in data["cases"]:
+                tools = data.get("tools") if case.get("tools", True) else None
+                cases.append((f"{file.stem}:{case.get('name', '?')}", case.get("prefix", ""), case["output"], tools))
+    return cases
+
+
+def _outcome(compiled: Any, prefix: str, output: str, tools: Any) -> Any:
+    try:
+        return compiled.parse(output, prefix=prefix, tools=tools)
+    except Exception as exc:  # noqa: BLE001 - a changed error is a changed behaviour
+        return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    import difflib
+
+    from .api import compile_template
+
+    old, new = compile_template(_template_arg(args.old)), compile_template(_template_arg(args.new))
+    changed_code = old.hash != new.hash
+    if changed_code:
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                old.source.splitlines(keepends=True),
+                new.source.splitlines(keepends=True),
+                fromfile=f"{args.old} (generated)",
+                tofile=f"{args.new} (generated)",
+            )
+        )
+    paths = _samples_for(args.old) or _samples_for(args.new)
+    paths += [Path(p) for p in args.samples]
+    cases = _sample_cases(paths)
+    changed = 0
+    for label, prefix, output, tools in cases:
+        before = _outcome(old, prefix, output, tools)
+        after = _outcome(new, prefix, output, tools)
+        if before != after:
+            changed += 1
+            print(f"changed: {label}")
+            print(f"  before: {json.dumps(before, ensure_ascii=False, default=_json_default)}")
+            print(f"  after:  {json.dumps(after, ensure_ascii=False, default=_json_default)}")
+    where = ", ".join(str(p) for p in paths) or "no samples (pass --samples DIR)"
+    print(
+        f"respc diff: generated code {'differs' if changed_code else 'is the same'}; {changed} of "
+        f"{len(cases)} sample message(s) change ({where})",
+        file=sys.stderr,
+    )
+    return EXIT_STALE if changed else 0
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -105,9 +200,32 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkout() -> Path | None:
+    """The respc checkout the current directory is in (a folder with pyproject.toml naming
+    respc, templates/ and generated/), or None."""
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        project = folder / "pyproject.toml"
+        if (folder / "templates").is_dir() and (folder / "generated").is_dir() and project.is_file():
+            try:
+                if 'name = "respc"' in project.read_text(encoding="utf-8"):
+                    return folder
+            except OSError:
+                return None
+    return None
+
+
 def _bundled_dirs(args: argparse.Namespace) -> tuple[Path, Path]:
-    templates = Path(args.templates) if args.templates else Path(str(resources.files("respc.templates")))
-    out = Path(args.out) if args.out else Path(str(resources.files("respc.generated")))
+    """templates/ and generated/ of the checkout the command runs in, else the installed
+    package's (unless --templates / --out say otherwise)."""
+    checkout = _checkout()
+    if checkout is not None:
+        templates_default, out_default = checkout / "templates", checkout / "generated"
+    else:
+        templates_default = Path(str(resources.files("respc.templates")))
+        out_default = Path(str(resources.files("respc.generated")))
+    templates = Path(args.templates) if args.templates else templates_default
+    out = Path(args.out) if args.out else out_default
     return templates, out
 
 
@@ -164,10 +282,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="compile a template to its Python parser module")
-    p.add_argument("template", help="template JSON file")
+    p.add_argument("template", help="template JSON file or bundled template name")
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
     p.add_argument("--no-format", action="store_true", help="skip black formatting")
+    p.add_argument("--strict", action="store_true", help="fail on what would only be a warning")
     p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("lint", help="list what makes a template fragile on real output (exit 1 if anything)")
+    p.add_argument("template", help="template JSON file or bundled template name")
+    p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser(
+        "diff", help="review a template change: the generated code's diff, then every sample message that changes"
+    )
+    p.add_argument("old", help="the template before: JSON file, tokenizer_config.json or bundled name")
+    p.add_argument("new", help="the template after")
+    p.add_argument(
+        "--samples", action="append", default=[], metavar="DIR",
+        help="samples files (or folders of them) to parse too, in the bundled samples' format; repeatable",
+    )
+    p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("parse", help="parse model output with a template; print the message as JSON")
     p.add_argument("template", help="template JSON file or bundled template name")
@@ -191,8 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .compiler import TemplateError
+    import warnings
 
+    from .compiler import TemplateError, TemplateWarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        if issubclass(category, TemplateWarning):
+            print(f"respc: warning: {message}", file=sys.stderr)
+        else:
+            print(warnings.formatwarning(message, category, filename, lineno, line), file=sys.stderr, end="")
+
+    warnings.showwarning = show
     try:
         return args.func(args)
     except (UserError, TemplateError) as exc:

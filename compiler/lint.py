@@ -1,0 +1,187 @@
+"""``respc lint``: what makes a valid template fragile on real model output.
+
+Every :class:`TemplateWarning` of validation is a finding, and so is each of these (each
+one a way a template that parses its author's samples fails on what a model writes):
+
+* a delimiter that can never match (``(?!)``, a class with nothing in it, text required
+  after ``\\Z``), so its field never opens or never closes;
+* ``$`` where ``\\Z`` is meant: ``$`` also matches before a final newline, so where a stream
+  and a one-shot parse see different ends of the text, they can differ;
+* ``\\w+`` capturing a function name: names with ``-`` or ``.`` (``get-weather``,
+  ``functions.get_weather``) do not match;
+* a lazy gap (``.*?`` before more pattern) in a delimiter: a match is not known until its
+  tail arrives, so the stream holds everything after the head until then;
+* nested quantifiers (``(a+)+``, ``(a|aa)*``): backtracking that can take exponential
+  time on text that almost matches;
+* a field that another field's delimiter shadows: both open with the same delimiter, and
+  the tie always goes to the other one, so this field never opens.
+
+Findings are advice: the template still compiles. Each is ``(path, message)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from .regexinfo import regex_only
+from .validate import format_path, validate_template
+
+__all__ = ["Finding", "lint"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def _parse(pattern: str) -> Any:
+    """Python's parse tree of ``pattern``, or None for regex-module-only syntax."""
+    if regex_only(pattern):
+        return None
+    import re._parser as sre_parse
+
+    try:
+        return sre_parse.parse(pattern, 16)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _never_matches(tree: Any) -> bool:
+    """A sequence none of whose matches can exist: an empty class, ``(?!)``, or a required
+    consuming element after ``\\Z`` (or after ``$`` and a required non-newline)."""
+    import re._constants as sre
+
+    ended = False  # an end-of-text anchor was passed
+    for op, arg in tree:
+        if op is sre.AT and arg in (sre.AT_END_STRING,):
+            ended = True
+        elif op is sre.ASSERT_NOT and arg[0] == 1 and not list(arg[1]):
+            return True  # (?!) : the empty negative lookahead
+        elif op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
+            if ended:
+                return True
+            if op is sre.IN and _empty_class(arg):
+                return True
+        elif op is sre.SUBPATTERN:
+            if _never_matches(arg[-1]):
+                return True
+        elif op is sre.BRANCH:
+            if all(_never_matches(alt) for alt in arg[1]):
+                return True
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            if arg[0] > 0 and _never_matches(arg[2]):
+                return True
+            if arg[0] > 0 and ended:
+                return True
+    return False
+
+
+def _empty_class(items: Any) -> bool:
+    """``[^\\s\\S]`` and the like: a negated class of a category and its complement."""
+    import re._constants as sre
+
+    negated = any(op is sre.NEGATE for op, _ in items)
+    categories = {arg for op, arg in items if op is sre.CATEGORY}
+    pairs = (
+        (sre.CATEGORY_SPACE, sre.CATEGORY_NOT_SPACE),
+        (sre.CATEGORY_DIGIT, sre.CATEGORY_NOT_DIGIT),
+        (sre.CATEGORY_WORD, sre.CATEGORY_NOT_WORD),
+    )
+    return negated and any(a in categories and b in categories for a, b in pairs)
+
+
+_DOLLAR = regex.compile(r"(?<!\\)(?:\\\\)*\$")
+_NAME_GROUP = regex.compile(r"\(\?P<(?P<group>\w*(?:name|func|fn|tool|function)\w*)>\\w[+*]\)", regex.IGNORECASE)
+_LAZY_GAP = regex.compile(r"(?:\.|\[[^\]]*\]|\\[sSwWdD])[*+]\?(?=.)", regex.DOTALL)
+#: a group with a quantifier or an alternation inside, itself repeated
+_NESTED = regex.compile(r"\((?:\?:|\?P<\w+>)?(?P<body>(?:[^()\\]|\\.)*(?:[*+]|\{\d*,\d*\}|\|)(?:[^()\\]|\\.)*)\)(?:[*+]|\{\d*,\d*\})")
+
+
+def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
+    out: list[Finding] = []
+    tree = _parse(pattern)
+    if tree is not None and _never_matches(tree):
+        out.append(Finding(path, f"can never match, so this field never {role}s; fix the pattern"))
+    if _DOLLAR.search(pattern.replace("[$]", "")):
+        out.append(
+            Finding(
+                path,
+                "uses $, which also matches before a final newline: a stream and a one-shot parse can see "
+                "different ends of the text; write \\Z for the end of the output",
+            )
+        )
+    for match in _NAME_GROUP.finditer(pattern):
+        out.append(
+            Finding(
+                path,
+                f"captures '{match.group('group')}' with \\w, which misses names with '-' or '.' "
+                "(get-weather, functions.get_weather); use [\\w.-]+ or [^\\s<>(]+",
+            )
+        )
+    if _LAZY_GAP.search(pattern):
+        out.append(
+            Finding(
+                path,
+                "has a lazy gap (.*? before more pattern): a match is not known until its tail arrives, so "
+                "the stream holds all text after its head until then; end the delimiter before the gap and "
+                "let the field's content take it",
+            )
+        )
+    if _NESTED.search(pattern):
+        out.append(
+            Finding(
+                path,
+                "repeats a group that has a quantifier or alternation inside (like (a+)+ or (a|aa)*): "
+                "backtracking on text that almost matches can take exponential time; make the inner "
+                "and outer repetition unambiguous",
+            )
+        )
+    return out
+
+
+def _delimiter_key(field: dict, literal_key: str, pattern_key: str) -> tuple | None:
+    if literal_key in field:
+        value = field[literal_key]
+        return ("literals", tuple(sorted({value} if isinstance(value, str) else set(value))))
+    if pattern_key in field:
+        return ("pattern", field[pattern_key])
+    return None
+
+
+def lint(template: Any) -> list[Finding]:
+    """Every finding for ``template`` (raises TemplateError if it is not valid at all)."""
+    warnings_ = validate_template(template)
+    findings = [Finding(w.path, w.problem) for w in warnings_]
+    fields = template["fields"]
+    if "start_anchor_pattern" in template:
+        findings += _pattern_findings(template["start_anchor_pattern"], "start_anchor_pattern", "open")
+    opens: dict[tuple, list[str]] = {}
+    for name, field in fields.items():
+        for key, role in (("open_pattern", "open"), ("close_pattern", "close")):
+            if key in field:
+                findings += _pattern_findings(field[key], format_path(("fields", name, key)), role)
+        key = _delimiter_key(field, "open", "open_pattern")
+        if key is not None:
+            opens.setdefault(key, []).append(name)
+    for names in opens.values():
+        if len(names) > 1:
+            # the tie between equal delimiters at one place goes to the first field by name
+            winner = min(names)
+            for name in names:
+                if name != winner:
+                    key = "open" if "open" in fields[name] else "open_pattern"
+                    findings.append(
+                        Finding(
+                            format_path(("fields", name, key)),
+                            f"is the same delimiter as fields.{winner}'s, which wins every tie (the first "
+                            "field by name), so this field never opens; give it a delimiter of its own",
+                        )
+                    )
+    return findings

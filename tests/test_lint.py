@@ -1,0 +1,93 @@
+"""``respc lint``: each finding, on a template that has it and on one that does not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from respc.compiler.lint import lint
+
+
+def _template(**fields):
+    return {"start_anchor": "<s>", "fields": {"content": {}, **fields}}
+
+
+def _messages(template):
+    return [str(f) for f in lint(template)]
+
+
+def _one(template, path, word):
+    found = [m for m in _messages(template) if m.startswith(path + ":")]
+    assert found, f"no finding at {path}: {_messages(template)}"
+    assert any(word in m for m in found), found
+
+
+CLEAN = _template(
+    reasoning_content={"open": "<think>", "close": "</think>"},
+    tool_calls={
+        "open_pattern": r"<tool_call>\s*<function=(?P<name>[\w.-]+)>",
+        "close": "</tool_call>",
+        "content": "json",
+        "repeats": True,
+        "transform": {"name": "{name}", "arguments": "{content}"},
+    },
+)
+
+
+def test_clean_template_has_no_findings():
+    assert _messages(CLEAN) == []
+
+
+@pytest.mark.parametrize("pattern", [r"<x>(?!)", r"<x>[^\s\S]", r"<x>\Zy", r"(?:a\Zb|(?!))"])
+def test_delimiter_that_can_never_match(pattern):
+    _one(_template(x={"open_pattern": pattern, "close": "</x>"}), "fields.x.open_pattern", "never match")
+
+
+def test_dollar_where_end_is_meant():
+    _one(_template(x={"open": "<x>", "close_pattern": r"\s*$"}), "fields.x.close_pattern", r"\Z")
+    assert _messages(_template(x={"open": "<x>", "close_pattern": r"\s*\Z"})) == []
+    assert _messages(_template(x={"open": "<x>", "close_pattern": r"\$|</x>"})) == []  # an escaped $
+
+
+def test_word_class_capturing_a_function_name():
+    t = _template(x={"open_pattern": r"<f=(?P<name>\w+)>", "close": "</f>", "transform": {"n": "{name}"}})
+    _one(t, "fields.x.open_pattern", "'-' or '.'")
+    t = _template(x={"open_pattern": r"<f=(?P<id>\w+)>", "close": "</f>", "transform": {"n": "{id}"}})
+    assert _messages(t) == []  # not a name
+
+
+def test_lazy_gap_in_a_delimiter():
+    t = _template(x={"open_pattern": r"<f>(?P<head>.*?)</head>", "close": "</f>", "transform": {"h": "{head}"}})
+    _one(t, "fields.x.open_pattern", "lazy gap")
+    assert _messages(_template(x={"open_pattern": r"<f>\s*", "close": "</f>"})) == []
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+b", r"(?:a|aa)+b", r"(\w+\s*)*:"])
+def test_nested_quantifiers(pattern):
+    _one(_template(x={"open_pattern": pattern, "close": "</x>"}), "fields.x.open_pattern", "exponential")
+
+
+def test_shadowed_field():
+    t = _template(a={"open": "<x>", "close": "</x>"}, b={"open": "<x>", "close": "</y>"})
+    _one(t, "fields.b.open", "never opens")
+    assert not [m for m in _messages(t) if m.startswith("fields.a")]
+
+
+def test_warnings_are_findings():
+    _one(_template(x={"open": "<x>", "close": "</x>", "content_args": {"strp": True}}), "fields.x.content_args.strp", "ignores")
+    _one(_template(x={"open": "<x>", "close": "</x>", "repeats": "yes"}), "fields.x.repeats", "truthiness")
+
+
+def test_cli_lint_exit_status(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_template(x={"open": "<x>", "close_pattern": "$"})), encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(CLEAN), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "respc", "lint", str(bad)], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stdout.splitlines() and all(line.startswith("fields.") for line in run.stdout.splitlines())
+    run = subprocess.run([sys.executable, "-m", "respc", "lint", str(good)], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == ""
