@@ -14,7 +14,10 @@ one a way a template that parses its author's samples fails on what a model writ
 * nested quantifiers (``(a+)+``, ``(a|aa)*``): backtracking that can take exponential
   time on text that almost matches;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
-  the tie always goes to the other one, so this field never opens.
+  the tie always goes to the other one, so this field never opens;
+* an optional tail of two or more characters at the end of a delimiter (```` ```(?:json)? ````):
+  while streaming, the shorter match is complete as soon as the next character arrives and
+  commits, so a chunk boundary inside the tail gives another message than a whole parse.
 
 Findings are advice: the template still compiles. Each is ``(path, message)``.
 """
@@ -104,9 +107,36 @@ _LAZY_GAP = regex.compile(r"(?:\.|\[[^\]]*\]|\\[sSwWdD])[*+]\?(?=.)", regex.DOTA
 _NESTED = regex.compile(r"\((?:\?:|\?P<\w+>)?(?P<body>(?:[^()\\]|\\.)*(?:[*+]|\{\d*,\d*\}|\|)(?:[^()\\]|\\.)*)\)(?:[*+]|\{\d*,\d*\})")
 
 
+def _optional_tail(tree: Any) -> bool:
+    """Does a match end with an optional part that needs two or more characters when
+    present (``(?:json)?``, ``(?:<end>)*``)?"""
+    import re._constants as sre
+
+    items = list(tree)
+    if not items:
+        return False
+    op, arg = items[-1]
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] < arg[1]:
+        return arg[2].getwidth()[0] >= 2 or _optional_tail(arg[2])
+    if op is sre.SUBPATTERN:
+        return _optional_tail(arg[-1])
+    if op is sre.BRANCH:
+        return any(_optional_tail(alt) for alt in arg[1])
+    return False
+
+
 def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
     out: list[Finding] = []
     tree = _parse(pattern)
+    if tree is not None and path != "start_anchor_pattern" and _optional_tail(tree):
+        out.append(
+            Finding(
+                path,
+                "ends with an optional part of two or more characters: while streaming, the match without "
+                "it commits as soon as the next character arrives, so a chunk boundary inside that part "
+                "changes the message; end the delimiter with a lookahead, or let the next field take the part",
+            )
+        )
     if tree is not None and _never_matches(tree):
         out.append(Finding(path, f"can never match, so this field never {role}s; fix the pattern"))
     if _DOLLAR.search(pattern.replace("[$]", "")):
@@ -125,7 +155,7 @@ def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
                 "(get-weather, functions.get_weather); use [\\w.-]+ or [^\\s<>(]+",
             )
         )
-    if _LAZY_GAP.search(pattern):
+    if path != "start_anchor_pattern" and _LAZY_GAP.search(pattern):  # (a prefix is not streamed)
         out.append(
             Finding(
                 path,

@@ -91,3 +91,13 @@ def test_cli_lint_exit_status(tmp_path):
     assert run.stdout.splitlines() and all(line.startswith("fields.") for line in run.stdout.splitlines())
     run = subprocess.run([sys.executable, "-m", "respc", "lint", str(good)], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == ""
+
+
+@pytest.mark.parametrize("pattern", [r"```(?:json)?", r"\]\s*(?:<\|/tool_call\|>)?", r"<x>(?:ab|(?:cd)*)"])
+def test_optional_tail_of_a_delimiter(pattern):
+    _one(_template(x={"open_pattern": pattern, "close": "</x>"}), "fields.x.open_pattern", "optional part")
+
+
+def test_single_character_optional_tail_is_fine():
+    assert _messages(_template(x={"open_pattern": r"<x>\s*", "close": "</x>"})) == []
+    assert _messages(_template(x={"open_pattern": r"```(?:json)?\s*(?=\[)", "close": "</x>"})) == []
