@@ -142,3 +142,9 @@ def test_family_case(name, case_name):
                 lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
             )
             assert_same(got_events, ref_events, f"events[{label}, {len(text)} chars]")
+
+
+def test_every_family_is_documented():
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `")}
+    assert rows == set(_families())
