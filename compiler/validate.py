@@ -315,8 +315,8 @@ def _content_findings(content: str, args: Any, parts: tuple, out: list) -> None:
         if "value" not in tag.groupindex:
             out.append(((*parts, "tag_pattern"), "has no named group 'value' (write (?P<value>...)); every value "
                         "is then the empty string"))
-    if "value_parser" in args:
-        nested = args["value_parser"]
+    if "value_parser" in allowed and "value_parser" in args:
+        nested = args["value_parser"]  # (an object with a known name: the schema checked it)
         name = nested.get("name", "text")
         _content_findings(name, nested.get("args", {}), (*parts, "value_parser", "args"), out)
 

@@ -576,9 +576,10 @@ class ParserBase:
                     self._open(events, action, match, begin, end)
                 else:
                     had_content = self._opened
-                    if match is not None:
+                    if match is not None and had_content:
                         # a close's named groups join the open's captures in the transform
-                        # scope, overriding an open capture of the same name
+                        # scope, overriding an open capture of the same name (closing a region
+                        # that never opened, they are dropped with the rest of its scope)
                         self._caps = {**self._caps, **_captures(match)}
                     if begin == end and self._opened_at == begin + off:
                         # Progress rule: this region opened and closes at one position with

@@ -315,6 +315,9 @@ def _minimize(rec: dict, respc_mod: Any, rounds: int, budget: float) -> dict:
 
 
 def format_min(m: dict) -> str:
+    if not m.get("minimized"):
+        # the case no longer fails when rerun alone (or fails at construction): shown as recorded
+        return f"=== not minimized ({m.get('kind')}): the recorded case is shown above\n"
     lines = [
         f"=== minimized mismatch ({m['kind']}) from seed={m['seed']} group={m['group']}: {m['detail']}",
         f"template = {json.dumps(m['template'], ensure_ascii=False)}",
