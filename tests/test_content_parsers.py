@@ -1,18 +1,27 @@
 """Edge cases of every content parser, through single-field templates.
 
 Every case states an explicit expected message (or error) and is also compared with the behavioural
-reference (transformers==5.23.0), one-shot and streamed (whole text and char by char).
+reference (transformers==5.24.0), one-shot and streamed (whole text and char by char). The seeded
+property tests at the end compare the parsers directly with the reference's functions on generated
+texts (python-call-list, json with unquoted_keys, xml-inline with merge_duplicates).
 """
 
 import copy
 import math
+import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import respc
 from compare import assert_same, run_stream
+from respc.runtime import content
 from transformers.utils.chat_parsing import ResponseParser as RefParser
 from transformers.utils.chat_parsing import parse_response as ref_parse
+from transformers.utils.chat_parsing.content_parsers import _json as ref_json
+from transformers.utils.chat_parsing.content_parsers import _python_call_list as ref_call_list
+from transformers.utils.chat_parsing.content_parsers import _xml_inline as ref_xml_inline
 
 
 # --------------------------------------------------------------------------------------------------
@@ -284,10 +293,33 @@ def test_json_unquoted_keys(body, expected):
     assert_same(value(body, "json", {"unquoted_keys": True}), expected)
 
 
-def test_json_unquoted_keys_after_comma_space_is_not_quoted():
-    # Only a bare key directly after "{" or "," is quoted: in `{a: 1, b: {c: 2}}` the key `b` follows
-    # ", " and stays bare, so the text is still not JSON and the parse fails (reference behaviour).
-    assert_raises_both("{a: 1, b: {c: 2}}", "json", {"unquoted_keys": True})
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        # whitespace around a bare key is allowed (5.24): before it, after it, or both
+        ("{a: 1, b: {c: 2}}", {"a": 1, "b": {"c": 2}}),
+        ("{ a : 1 ,\n\tb\t: 2 }", {"a": 1, "b": 2}),
+        ('[{x: 1}, {y :2}]', [{"x": 1}, {"y": 2}]),
+        ("{\n  city: \"Paris\",\n  days: 3\n}", {"city": "Paris", "days": 3}),
+    ],
+)
+def test_json_unquoted_keys_with_whitespace(body, expected):
+    assert_same(value(body, "json", {"unquoted_keys": True}), expected)
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        # key-like text inside a string value is left alone (5.24; 5.23 rewrote it)
+        ('{a: "{b:1}"}', {"a": "{b:1}"}),
+        ('{a: "x,y:z", b: 2}', {"a": "x,y:z", "b": 2}),
+        ('{q: "say \\"{k:v}\\" ,w:1"}', {"q": 'say "{k:v}" ,w:1'}),
+        ('{"s": "\\\\", t: ",u:"}', {"s": "\\", "t": ",u:"}),
+        ('["{a:1}", {b: ",c:"}]', ["{a:1}", {"b": ",c:"}]),
+    ],
+)
+def test_json_unquoted_keys_leave_strings_alone(body, expected):
+    assert_same(value(body, "json", {"unquoted_keys": True}), expected)
 
 
 def test_json_unquoted_keys_disabled_by_default():
@@ -312,6 +344,19 @@ def test_json_string_delims(delims, body, expected):
 def test_json_string_delims_with_unquoted_keys():
     args = {"string_delims": [['<|"|>', '<|"|>']], "unquoted_keys": True}
     assert_same(value('{city:<|"|>Paris, FR<|"|>,n:2}', "json", args), {"city": "Paris, FR", "n": 2})
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ('{ city :<|"|>Paris, FR<|"|>, n : 2}', {"city": "Paris, FR", "n": 2}),
+        ('{q: <|"|>{a: 1}, b: 2<|"|>, r: "s,t:u"}', {"q": "{a: 1}, b: 2", "r": "s,t:u"}),
+        ('{q: <|"|>say "x, y:"<|"|>,\n z: ["{w: 1}"]}', {"q": 'say "x, y:"', "z": ["{w: 1}"]}),
+    ],
+)
+def test_json_string_delims_with_unquoted_keys_and_whitespace(body, expected):
+    args = {"string_delims": [['<|"|>', '<|"|>']], "unquoted_keys": True}
+    assert_same(value(body, "json", args), expected)
 
 
 def test_json_string_delims_content_is_not_key_quoted():
@@ -415,10 +460,37 @@ def test_xml_inline_merge_duplicates_single_value_is_not_wrapped():
 
 
 def test_xml_inline_merge_duplicates_first_value_already_a_list():
-    # a first value that is itself a list is extended, not wrapped (reference behaviour)
+    # a first value that is itself a list is wrapped like any other (5.24; 5.23 extended it)
     body = "<parameter=a>[1, 2]</parameter><parameter=a>3</parameter><parameter=a>[4]</parameter>"
     args = xml(merge_duplicates=True, value_parser={"name": "json"})
-    assert_same(value(body, "xml-inline", args), {"a": [1, 2, 3, [4]]})
+    assert_same(value(body, "xml-inline", args), {"a": [[1, 2], 3, [4]]})
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ("<parameter=a>[]</parameter><parameter=a>[]</parameter>", {"a": [[], []]}),
+        ("<parameter=a>1</parameter><parameter=a>[2]</parameter><parameter=a>[3]</parameter>", {"a": [1, [2], [3]]}),
+        ("<parameter=a>[[1]]</parameter><parameter=b>[0]</parameter><parameter=a>2</parameter>", {"a": [[[1]], 2], "b": [0]}),
+        ("<parameter=a>[1]</parameter>", {"a": [1]}),
+    ],
+)
+def test_xml_inline_merge_duplicates_list_values(body, expected):
+    args = xml(merge_duplicates=True, value_parser={"name": "json"})
+    assert_same(value(body, "xml-inline", args), expected)
+
+
+def test_xml_inline_merge_duplicates_list_values_without_merge_overwrite():
+    body = "<parameter=a>[1]</parameter><parameter=a>[2]</parameter>"
+    assert_same(value(body, "xml-inline", xml(value_parser={"name": "json"})), {"a": [2]})
+
+
+def test_xml_inline_merge_duplicates_kv_lines_values():
+    # dict values are wrapped too; each parse starts with no merged keys
+    pattern = r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>"
+    args = {"tag_pattern": pattern, "merge_duplicates": True, "value_parser": {"name": "kv-lines"}}
+    assert_same(value("<c>a:1</c><c>b:2</c>", "xml-inline", args), {"c": [{"a": "1"}, {"b": "2"}]})
+    assert_same(value("<c>a:1</c>", "xml-inline", args), {"c": {"a": "1"}})
 
 
 def test_xml_inline_merge_duplicates_with_int_parser():
@@ -529,6 +601,443 @@ def test_kv_lines_no_pairs_is_dropped(body):
 
 
 # --------------------------------------------------------------------------------------------------
+# python-call-list
+# --------------------------------------------------------------------------------------------------
+
+CALLS = "python-call-list"
+MAX_INT = 2**53 - 1
+
+
+def calls_value(body):
+    """The parsed calls of `body` through a template (compared with the reference, streamed too)."""
+    return value(body, CALLS)
+
+
+def call_list(text):
+    """respc's python-call-list parser on `text`, checked against the reference's function."""
+    got, want = content.make_parser(CALLS)(text), ref_call_list(text, {})
+    assert_same(got, want)
+    assert_same_order(got, want)
+    return got
+
+
+def call_list_error(text):
+    """The ValueError respc raises for `text` (the reference raises one too)."""
+    with pytest.raises(ValueError):
+        ref_call_list(text, {})
+    with pytest.raises(ValueError) as info:
+        content.make_parser(CALLS)(text)
+    message = str(info.value)
+    assert message.startswith("python-call-list: ") and "position" in message, message
+    return message
+
+
+def assert_same_order(got, want):
+    """assert_same does not look at dict key order: the calls' arguments keep the text's order."""
+    if isinstance(want, dict):
+        assert list(got) == list(want)
+        for key in want:
+            assert_same_order(got[key], want[key])
+    elif isinstance(want, list):
+        for g, w in zip(got, want):
+            assert_same_order(g, w)
+
+
+def f(**arguments):
+    return {"name": "f", "arguments": arguments}
+
+
+def test_call_list_wiring():
+    assert "python-call-list" in content.PARSER_NAMES
+    assert content.PARSER_ARGS["python-call-list"] == frozenset()
+    assert "python-call-list" not in content.STREAMABLE  # its chunks are dirty, like json's
+    assert "python_call_list_parser" in content.__all__
+    assert content.make_parser(CALLS, {})("[f()]") == [f()]
+
+
+def test_call_list_example():
+    got = calls_value('[get_weather(city="Paris", days=3), f()]')
+    assert_same(got, [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}, f()])
+
+
+def test_call_list_chunks_are_dirty_and_value_comes_at_close():
+    template = template_for(CALLS)
+    run = run_stream(lambda: respc.ResponseParser(copy.deepcopy(template), ""), list("<v>[f(a=1)]</v>"))
+    ref_run = run_stream(lambda: RefParser(copy.deepcopy(template), ""), list("<v>[f(a=1)]</v>"))
+    assert_same(run, ref_run)
+    closes = [e for events in run["fed"] for e in events if e["type"] == "region_close"]
+    assert_same(closes, [{"type": "region_close", "field": "v", "value": [f(a=1)]}])
+
+
+@pytest.mark.parametrize("body", ["[]", " [ ] ", "\n[\t]\r\n"])
+def test_call_list_empty_is_dropped(body):
+    assert_same(parse(body, CALLS), {})
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ("[f()]", [f()]),
+        ("[f(),f()]", [f(), f()]),
+        ("[f(a=1), f(a=2)]", [f(a=1), f(a=2)]),  # a function may be called twice
+        # whitespace (space, tab, line feed, carriage return) between any two tokens
+        ('\n [ \t f ( a = 1 ,\r\n b = "2" ) , f ( ) ] \n', [f(a=1, b="2"), f()]),
+        ("[f(\n    a=1,\n    b=2\n)]", [f(a=1, b=2)]),
+        # dotted and dashed names, for functions and keywords
+        ("[functions.get-weather(x=1)]", [{"name": "functions.get-weather", "arguments": {"x": 1}}]),
+        ("[a_1.b-2.c(k.e-y=1, _=2)]", [{"name": "a_1.b-2.c", "arguments": {"k.e-y": 1, "_": 2}}]),
+        ("[_()]", [{"name": "_", "arguments": {}}]),
+        # constants' names are names too
+        ("[True(None=1, null=2)]", [{"name": "True", "arguments": {"None": 1, "null": 2}}]),
+    ],
+)
+def test_call_list_structure(body, expected):
+    assert_same(calls_value(body), expected)
+
+
+@pytest.mark.parametrize(
+    "literal,expected",
+    [
+        ('"double"', "double"),
+        ("'single'", "single"),
+        ("\"it's\"", "it's"),
+        ("'say \"hi\"'", 'say "hi"'),
+        ('""', ""),
+        ("''", ""),
+        ('"a b\\tc"', "a b\tc"),
+        (r'"\n\t\r\b\f\/\\\""', '\n\t\r\b\f/\\"'),
+        (r"'\''", "'"),
+        (r'"\'"', "'"),  # \' in a double-quoted string too
+        (r"'\"'", '"'),
+        (r"'a\\'", "a\\"),
+        (r'"\\\'"', "\\'"),
+        (r'"\\u0041"', "\\u0041"),  # an escaped backslash, then plain text
+        (r'"\u00e9\u00E9"', "éé"),
+        (r'"\u0000"', "\x00"),
+        (r'"\ud83d\ude00"', "😀"),  # a surrogate pair is one character
+        (r'"\uD83D\uDE00"', "😀"),
+        (r'"\udbff\udfff"', "\U0010ffff"),
+        (r'"x\ud83d\ude00y\u2603"', "x😀y☃"),
+        ('"é ✓ 😀 名前"', "é ✓ 😀 名前"),
+        ('"raw\ttab and \x7f"', "raw\ttab and \x7f"),
+        ('"\u2028 and \x85"', "\u2028 and \x85"),  # not line breaks for the grammar
+        ('"[f(a=1)], {x: 2}"', "[f(a=1)], {x: 2}"),
+    ],
+)
+def test_call_list_strings(literal, expected):
+    assert_same(calls_value(f"[f(s={literal})]"), [f(s=expected)])
+
+
+@pytest.mark.parametrize(
+    "literal,expected",
+    [
+        ("0", 0),
+        ("-0", 0),
+        ("42", 42),
+        ("-7", -7),
+        (str(MAX_INT), MAX_INT),
+        (str(-MAX_INT), -MAX_INT),
+        ("1.5", 1.5),
+        ("-0.25", -0.25),
+        ("-0.0", -0.0),
+        ("1e3", 1000.0),  # an exponent makes a float
+        ("1E+3", 1000.0),
+        ("2.5e-3", 0.0025),
+        ("0.0", 0.0),
+        ("1e-400", 0.0),  # underflow is fine
+        ("1.7976931348623157e308", 1.7976931348623157e308),
+        ("9007199254740993.0", 9007199254740992.0),  # floats have no range limit
+        ("123456789012345678901234567890e0", 1.2345678901234568e29),
+    ],
+)
+def test_call_list_numbers(literal, expected):
+    got = calls_value(f"[f(n={literal})]")
+    assert_same(got, [f(n=expected)])
+    assert math.copysign(1, got[0]["arguments"]["n"]) == math.copysign(1, expected)
+
+
+@pytest.mark.parametrize(
+    "literal,expected",
+    [("True", True), ("False", False), ("None", None), ("true", True), ("false", False), ("null", None)],
+)
+def test_call_list_constants(literal, expected):
+    assert_same(calls_value(f"[f(c={literal})]"), [f(c=expected)])
+
+
+@pytest.mark.parametrize(
+    "literal,expected",
+    [
+        ("[]", []),
+        ("{}", {}),
+        ("[1, 'a', True, None, 2.5]", [1, "a", True, None, 2.5]),
+        ('{"a": 1, \'b\': [2, {"c": null}]}', {"a": 1, "b": [2, {"c": None}]}),
+        ('[[], [[]], {}, {"": []}]', [[], [[]], {}, {"": []}]),
+        ('{"\\u00e9": 1, "e\\n": 2}', {"é": 1, "e\n": 2}),
+        ("[ 1 ,\n 2 ]", [1, 2]),
+        ('{ "k" : "v" }', {"k": "v"}),
+    ],
+)
+def test_call_list_containers(literal, expected):
+    assert_same(calls_value(f"[f(x={literal})]"), [f(x=expected)])
+
+
+@pytest.mark.parametrize("opening,closing", [("[", "]"), ('{"k": ', "}")])
+def test_call_list_nesting_100_deep_is_accepted(opening, closing):
+    body = f"[f(x={opening * 100}1{closing * 100})]"
+    got = call_list(body)
+    inner = got[0]["arguments"]["x"]
+    for _ in range(100):
+        inner = inner[0] if isinstance(inner, list) else inner["k"]
+    assert inner == 1
+    assert_same(calls_value(body), got)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[f(x=" + "[" * 101 + "]" * 101 + ")]",
+        "[f(x=" + '{"k": ' * 101 + "1" + "}" * 101 + ")]",
+        "[f(x=" + '[{"k": ' * 51 + "1" + "}]" * 51 + ")]",
+        "[f(x=[" + "[" * 100 + "]" * 100 + "])]",
+    ],
+)
+def test_call_list_nesting_101_deep_is_rejected(text):
+    assert "nested more than 100 deep" in call_list_error(text)
+
+
+def test_call_list_nesting_limit_counts_containers_not_scalars():
+    # 100 lists around a scalar, beside a list 100 deep: both fine
+    text = "[f(x=" + "[" * 99 + "[1, 2]" + "]" * 99 + ", y=" + "[" * 100 + "]" * 100 + ")]"
+    assert call_list(text)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # not a list of calls
+        "",
+        "   ",
+        "f(a=1)",
+        "{}",
+        "[f(a=1)",
+        "[f(a=1)]]",
+        "[f(a=1)] x",
+        "[f(a=1)][g()]",
+        "[[f(a=1)]]",
+        "[f]",
+        "[f, g]",
+        "[1]",
+        '["f"()]',
+        # arguments
+        "[f(1)]",
+        "[f(x)]",
+        "[f(a=1, 2)]",
+        "[f(a)]",
+        "[f(a=)]",
+        "[f(=1)]",
+        "[f(a==1)]",
+        "[f(a=b=1)]",
+        "[f(a:1)]",
+        "[f(*a)]",
+        "[f(**a)]",
+        "[f(a=1, a=2)]",
+        "[f(a=1, b=2, a=3)]",
+        # trailing commas and missing commas
+        "[f(),]",
+        "[f(a=1,)]",
+        "[f(a=[1,])]",
+        '[f(a={"k": 1,})]',
+        "[f(a=1 b=2)]",
+        "[f() g()]",
+        "[f(a=[1 2])]",
+        '[f(a={"k" 1})]',
+        '[f(a={"k": 1 "l": 2})]',
+        '[f(a="x" "y")]',
+        # names
+        "[1f()]",
+        "[f.()]",
+        "[f-()]",
+        "[.f()]",
+        "[f..g()]",
+        "[é()]",
+        "[f(é=1)]",
+        "[f(a-=1)]",
+        # whitespace other than space, tab, line feed and carriage return
+        "[f(a=1)]\x0b",
+        "\x0c[f()]",
+        "[\xa0f()]",
+        "[f(a=\u20031)]",
+        # values
+        "[f(a=g())]",
+        "[f(a=g(b=1))]",
+        "[f(a=(1, 2))]",
+        "[f(a={1, 2})]",
+        "[f(a={1: 2})]",
+        "[f(a={k: 2})]",
+        "[f(a={None: 2})]",
+        '[f(a={"k": 1, "k": 2})]',
+        '[f(a={"k": 1, \'k\': 2})]',
+        '[f(a={"k": 1, "\\u006b": 2})]',
+        "[f(a=x)]",
+        "[f(a=TRUE)]",
+        "[f(a=Truex)]",
+        "[f(a=True.x)]",
+        "[f(a=True-x)]",
+        "[f(a=none)]",
+        "[f(a=NaN)]",
+        "[f(a=Infinity)]",
+        "[f(a=-Infinity)]",
+        "[f(a=nan)]",
+        "[f(a=b'x')]",
+        "[f(a=r'x')]",
+        "[f(a=f'x')]",
+        '[f(a="""x""")]',
+        # numbers
+        "[f(a=01)]",
+        "[f(a=00)]",
+        "[f(a=-01)]",
+        "[f(a=1.)]",
+        "[f(a=.5)]",
+        "[f(a=+1)]",
+        "[f(a=1e)]",
+        "[f(a=1e+)]",
+        "[f(a=1.5.2)]",
+        "[f(a=0x10)]",
+        "[f(a=0o7)]",
+        "[f(a=1_000)]",
+        "[f(a=1j)]",
+        "[f(a=-)]",
+        "[f(a=--1)]",
+        "[f(a=1-1)]",
+        f"[f(a={MAX_INT + 1})]",
+        f"[f(a={-MAX_INT - 1})]",
+        "[f(a=12345678901234567)]",
+        "[f(a=123456789012345678901234567890)]",
+        "[f(a=-123456789012345678901234567890)]",
+        "[f(a=1e309)]",
+        "[f(a=-1e400)]",
+        "[f(a=2e308)]",
+        # strings
+        '[f(a="unterminated)]',
+        "[f(a='unterminated)]",
+        "[f(a='mixed\")]",
+        '[f(a="line\nbreak")]',
+        '[f(a="carriage\rreturn")]',
+        '[f(a="a\\\nb")]',
+        r'[f(a="\x41")]',
+        r'[f(a="\U0001F600")]',
+        r'[f(a="\0")]',
+        r'[f(a="\a")]',
+        r'[f(a="\v")]',
+        r'[f(a="\u12")]',
+        r'[f(a="\u12G4")]',
+        r'[f(a="\u")]',
+        r'[f(a="\ ")]',
+        r'[f(a="ends with \")]',
+        # lone surrogates, escaped or raw
+        r'[f(a="\ud83d")]',
+        r'[f(a="\ude00")]',
+        r'[f(a="\ude00\ud83d")]',
+        r'[f(a="\ud83d\ud83d\ude00")]',
+        r'[f(a="\ud83d\ude00\ude00")]',
+        r'[f(a="\ud83dx\ude00")]',
+        r'[f(a="\ud83d\u0041")]',
+        r'[f(a="\ud83d\\ude00")]',
+        r'[f(a={"\ud800": 1})]',
+        '[f(a="\ud83d")]',
+        '[f(a="\ud83d\\ude00")]',
+        '[f(a="\\ud83d\ude00")]',
+        "[f(a=1)]\ud800",
+    ],
+)
+def test_call_list_invalid_raises(body):
+    assert_raises_both(body, CALLS)
+    call_list_error(body)
+
+
+@pytest.mark.parametrize(
+    "text,problem,position",
+    [
+        ("", "expected '['", 0),
+        ("  x", "expected '['", 2),
+        ("[f(1)]", "expected a keyword argument", 3),
+        ("[f(a=1,)]", "trailing commas are not supported", 7),
+        ("[f(a=1, a=2)]", "repeated keyword argument 'a'", 8),
+        ('[f(a={"k": 1, "k": 2})]', "repeated dict key 'k'", 14),
+        ("[f(a={k: 1})]", "dict key, which must be a string", 6),
+        ("[f(a=1 b=2)]", "expected ',' or ')'", 7),
+        ("[f(a=[1 2])]", "expected ',' or ']' after a list item", 8),
+        ("[f(a=1)] x", "expected the end of the text after the closing ']'", 9),
+        ("[f(a=1)", "expected ',' or ']' after a call", 7),
+        ("[f(a=x)]", "expected a value", 5),
+        (f"[f(a={MAX_INT + 1})]", "integer outside the range", 5),
+        ("[f(a=1e400)]", "number too large", 5),
+        ('[f(a="abc)]', "does not end on its line", 5),
+        ('[f(a="ab\\xc")]', "unsupported escape '\\\\x'", 8),
+        ('[f(a="ab\\ud800")]', "lone surrogate escape '\\\\ud800'", 8),
+        ('[f(a="ab\ud800")]', "lone surrogate", 8),
+        ("[f(a=\x0b1)]", "the character '\\x0b'", 5),
+        ("[f(a=" + "[" * 101 + "]" * 101 + ")]", "nested more than 100 deep", 105),
+    ],
+)
+def test_call_list_error_messages(text, problem, position):
+    message = call_list_error(text)
+    assert problem in message, message
+    assert f"position {position}" in message, message
+
+
+@pytest.mark.parametrize("args", [None, {}])
+def test_call_list_takes_no_arguments(args):
+    assert content.make_parser(CALLS, args)("[f(a=1)]") == [f(a=1)]
+
+
+def test_call_list_str_subclass_and_non_str():
+    class Text(str):
+        pass
+
+    parser = content.make_parser(CALLS)
+    assert_same(parser(Text("[f(a='x')]")), [f(a="x")])
+    with pytest.raises(TypeError):
+        parser(b"[f()]")
+
+
+def test_call_list_values_are_fresh_objects():
+    parser = content.make_parser(CALLS)
+    first = parser("[f(a=[1], b={})]")
+    first[0]["arguments"]["a"].append(2)
+    assert_same(parser("[f(a=[1], b={})]"), [f(a=[1], b={})])
+
+
+def test_call_list_long_string_argument():
+    code = "def f(x):\\n    return {'a': [x, \\\"y\\\"]}\\n" * 200
+    got = call_list(f'[write_file(path="a.py", content="{code}")]')
+    assert got[0]["arguments"]["content"] == "def f(x):\n    return {'a': [x, \"y\"]}\n" * 200
+
+
+def test_call_list_as_value_parser():
+    body = "<parameter=calls>[f(a=1), g()]</parameter><parameter=none>[]</parameter>"
+    args = xml(value_parser={"name": CALLS})
+    assert_same(
+        value(body, "xml-inline", args), {"calls": [f(a=1), {"name": "g", "arguments": {}}], "none": []}
+    )
+
+
+def test_call_list_with_tool_call_transform():
+    transform = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
+    template = template_for(CALLS, transform=transform, transform_each=True)
+    text = '<v>[get_weather(city="Paris"), f()]</v>'
+    got = respc.parse_response(text, copy.deepcopy(template), prefix="")
+    assert_same(got, ref_parse(text, copy.deepcopy(template), prefix=""))
+    assert_same(
+        got["v"],
+        [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"type": "function", "function": {"name": "f", "arguments": {}}},
+        ],
+    )
+
+
+# --------------------------------------------------------------------------------------------------
 # parsers combined with repeats / join / transform
 # --------------------------------------------------------------------------------------------------
 
@@ -563,3 +1072,280 @@ def test_text_join_with_strip_false():
     got = respc.parse_response(text, copy.deepcopy(template), prefix="")
     assert_same(got, {"v": " a |b "})
     assert_same(got, ref_parse(text, copy.deepcopy(template), prefix=""))
+
+
+# --------------------------------------------------------------------------------------------------
+# seeded property tests: generated texts against the reference's functions
+# --------------------------------------------------------------------------------------------------
+
+
+def outcome(function, *args):
+    """("ok", value), or ("error", None) when `function` raises a ValueError."""
+    try:
+        return "ok", function(*args)
+    except ValueError:
+        return "error", None
+
+
+def assert_same_outcome(got, want, text):
+    assert got[0] == want[0], f"{text!r}: respc {got}, reference {want}"
+    if got[0] == "ok":
+        assert_same(got[1], want[1])
+        assert_same_order(got[1], want[1])
+
+
+# The call-list generator draws from a Random seeded by hypothesis (derandomize: the same seeds on
+# every run), so that the odds are ours: most texts are valid, and each kind of mistake comes up
+# now and then. A failure names the text.
+
+WS = ["", "", "", "", "", " ", " ", "\n", "\t", "\r\n", "  \n    "]
+NAME_POOL = ["f", "get_weather", "functions.lookup", "x-y", "a.b.c", "_", "True", "null", "a1", "city", "days"]
+WORD = "abcxyzABCXYZ_0123456789"
+GOOD_ESCAPES = [
+    r"\n", r"\t", r"\r", r"\b", r"\f", r"\/", r"\\", r"\"", r"\'", r"\u00e9", r"\u0041", r"\u2603", r"\uD83D\uDE00",
+    r"\ud83d\ude00", r"\udbff\udfff", r"\u0000", r"\\u0041", r"\\'",
+]
+BAD_ESCAPES = [
+    r"\x41", r"\ud83d", r"\ude00", r"\ude00\ud83d", r"\ud83d\u0041", r"\ud83d\ud83d", r"\U0001F600", r"\0", r"\a",
+    r"\u12", r"\u12G4", r"\u", "\\\n", "\\ ", "\\\u00e9", "\ud800", "\udfff", "\n", "\r",
+]
+PLAIN_CHARS = "abc XYZ 019 []{}(),:=-.#é名😀\t\x7f\u2028\x85\x00"
+GOOD_NUMBERS = [str(MAX_INT), str(-MAX_INT), "0", "-0", "-0.0", "1E5", "1e308", "1.7976931348623157e308", "1e-400"]
+BAD_NUMBERS = [
+    str(MAX_INT + 1), str(-MAX_INT - 1), "1.8e308", "1e309", "-1e400", "12345678901234567", "99999999999999999",
+    "123456789012345678901234567890", "01", "1.", ".5", "+1", "0x1", "1_0", "1e", "--1", "NaN", "Infinity",
+]
+GOOD_CONSTANTS = ["True", "False", "None", "true", "false", "null"]
+BAD_CONSTANTS = ["TRUE", "none", "Nan", "x", "True.x", "nil", "f()"]
+#: the odds of each mistake, where it can be made
+RARE = 0.02
+
+
+def gen_ws(rng):
+    return rng.choice(WS)
+
+
+def gen_name(rng):
+    if rng.random() < 0.5:
+        return rng.choice(NAME_POOL)
+    name = rng.choice("abcxyzABCXYZ_") + "".join(rng.choice(WORD) for _ in range(rng.randint(0, 5)))
+    for _ in range(rng.choice([0, 0, 0, 1, 2])):
+        name += rng.choice("-.") + "".join(rng.choice(WORD) for _ in range(rng.randint(1, 3)))
+    return name
+
+
+def gen_string(rng):
+    quote = rng.choice("\"'")
+    parts = []
+    for _ in range(rng.randint(0, 6)):
+        roll = rng.random()
+        if roll < 0.6:
+            parts.append("".join(rng.choice(PLAIN_CHARS) for _ in range(rng.randint(1, 4))))
+        elif roll < 0.85:
+            parts.append(rng.choice(GOOD_ESCAPES))
+        else:
+            parts.append("'" if quote == '"' else '"')
+    if rng.random() < RARE:
+        parts.insert(rng.randint(0, len(parts)), rng.choice(BAD_ESCAPES))
+    return quote + "".join(parts) + quote
+
+
+def gen_number(rng):
+    roll = rng.random()
+    if roll < RARE:
+        return rng.choice(BAD_NUMBERS)
+    if roll < 0.35:
+        return str(rng.randint(-MAX_INT, MAX_INT) // rng.choice([1, 1000, 10**9, 10**14]))
+    if roll < 0.6:
+        return repr(rng.uniform(-1e6, 1e6) * rng.choice([1, 1e-300, 1e300, 1e-5]))
+    if roll < 0.85:
+        number = rng.choice(["", "-"]) + rng.choice(["0", str(rng.randint(1, 10**6))])
+        if rng.random() < 0.6:
+            number += "." + str(rng.randint(0, 10**4))
+        if rng.random() < 0.5:
+            number += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 99))
+        return number
+    return rng.choice(GOOD_NUMBERS)
+
+
+def gen_value(rng, depth=0):
+    roll = rng.random()
+    if roll < RARE / 2:
+        return gen_deep_value(rng)
+    if roll < 0.25 and depth < 4:
+        items = [f"{gen_ws(rng)}{gen_value(rng, depth + 1)}{gen_ws(rng)}" for _ in range(rng.randint(0, 4))]
+        return "[" + gen_joined(rng, items) + gen_ws(rng) + "]"
+    if roll < 0.4 and depth < 4:
+        items = [
+            f"{gen_ws(rng)}{gen_dict_key(rng)}{gen_ws(rng)}:{gen_ws(rng)}{gen_value(rng, depth + 1)}{gen_ws(rng)}"
+            for _ in range(rng.randint(0, 4))
+        ]
+        return "{" + gen_joined(rng, items) + gen_ws(rng) + "}"
+    if roll < 0.7:
+        return gen_string(rng)
+    if roll < 0.9:
+        return gen_number(rng)
+    return rng.choice(BAD_CONSTANTS if rng.random() < RARE * 5 else GOOD_CONSTANTS)
+
+
+def gen_dict_key(rng):
+    roll = rng.random()
+    if roll < RARE:
+        return rng.choice(["a", "1", "None", "[1]"])  # not a string
+    if roll < 0.1:
+        return rng.choice(['"a"', "'a'", '"\\u0061"', '""'])  # repeats, spelt differently
+    return gen_string(rng)
+
+
+def gen_deep_value(rng):
+    """A value wrapped in 97 to 102 lists and dicts (the limit is 100)."""
+    text = gen_value(rng, 4)
+    for _ in range(rng.randint(97, 102)):
+        text = f"[{text}]" if rng.random() < 0.5 else f'{{"k": {text}}}'
+    return text
+
+
+def gen_joined(rng, items):
+    return ",".join(items) + ("," if items and rng.random() < RARE else "")  # a trailing comma: an error
+
+
+def gen_call(rng):
+    arguments = []
+    for _ in range(rng.randint(0, 4)):
+        value_text = gen_value(rng)
+        if rng.random() < RARE:
+            arguments.append(f"{gen_ws(rng)}{value_text}{gen_ws(rng)}")  # positional: an error
+        else:
+            keyword = rng.choice(["a", "city"]) if rng.random() < 0.05 else gen_name(rng)  # now and then a repeat
+            arguments.append(f"{gen_ws(rng)}{keyword}{gen_ws(rng)}={gen_ws(rng)}{value_text}{gen_ws(rng)}")
+    return f"{gen_name(rng)}{gen_ws(rng)}(" + gen_joined(rng, arguments) + ")"
+
+
+def gen_call_list(rng):
+    calls = [f"{gen_ws(rng)}{gen_call(rng)}{gen_ws(rng)}" for _ in range(rng.choice([0, 1, 1, 1, 2, 2, 3]))]
+    return f"{gen_ws(rng)}[" + gen_joined(rng, calls) + f"{gen_ws(rng)}]{gen_ws(rng)}"
+
+
+#: what the mutations insert: the grammar's characters, odd whitespace and numbers, surrogates
+CALL_PIECES = [
+    "[", "]", "(", ")", "{", "}", ",", "=", ":", '"', "'", "\\", " ", "\n", "\t", "\r", "\x0b", "\xa0", "\u2028",
+    "é", "😀", "\ud800", "\\u", "\\ud83d", "\\ude00", "\\n", "\\'", "-", ".", "e", "0", "1e400", "9007199254740992",
+    "True", "None", "f(", "a=", "x=1, ", "[" * 100, "]" * 100, "#",
+]
+
+
+def mutate(rng, text, pieces):
+    """`text` mutated: cut short, a piece inserted, a character deleted or replaced, a slice repeated."""
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randint(0, len(text))
+        kind = rng.randrange(5)
+        if kind == 0:
+            text = text[:at]
+        elif kind == 1:
+            text = text[:at] + rng.choice(pieces) + text[at:]
+        elif kind == 2:
+            text = text[:at] + text[at + 1 :]
+        elif kind == 3:
+            text = text[:at] + rng.choice(pieces)[:1] + text[at + 1 :]
+        else:
+            end = rng.randint(at, min(len(text), at + 12))
+            text = text[:end] + text[at:end] + text[end:]
+    return text
+
+
+def gen_call_list_text(rng):
+    """A generated call list, mutated a third of the time."""
+    text = gen_call_list(rng)
+    return mutate(rng, text, CALL_PIECES) if rng.random() < 1 / 3 else text
+
+
+@settings(max_examples=5000, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**64 - 1))
+def test_call_list_matches_reference_on_generated_texts(seed):
+    text = gen_call_list_text(random.Random(seed))
+    got = outcome(content.make_parser(CALLS), text)
+    assert_same_outcome(got, outcome(ref_call_list, text, {}), text)
+
+
+# short texts of the grammar's characters (and a few others), after the start of a call list
+SOUP = st.text(st.sampled_from(list("[](){}=,:\"'\\ \n\t\rafT1-.eE+_\u00e9\ud800\x0b")), max_size=24)
+
+
+@settings(max_examples=4000, deadline=None, derandomize=True)
+@given(prefix=st.sampled_from(["", "[", "[f(", "[f(a=", '[f(a="', "[f(a=[", '[f(a={"k":']), text=SOUP)
+def test_call_list_matches_reference_on_character_soup(prefix, text):
+    text = prefix + text
+    got = outcome(content.make_parser(CALLS), text)
+    assert_same_outcome(got, outcome(ref_call_list, text, {}), text)
+
+
+# json with unquoted_keys: bare keys with whitespace around them, strings holding key-like text
+
+JSON_WS = ["", "", "", " ", "\n", "\t", "  "]
+BARE_KEYS = ["a", "b", "city", "x_1", "1", "é", "名前", "_", "a b", "a-b"]
+JSON_STRING_PARTS = ["a", " ", "{", "}", ",", ":", "b:", ",c:", "{d:", '\\"', "\\\\", "\\n", "\\u00e9", "'", "<<", ">>"]
+BAD_JSON_STRING_PARTS = ["\\", "\n", '"', "\\\n", "\x01"]
+JSON_PIECES = ['"', "\\", ",", ":", "{", "}", " ", "\n", "a", "\x01", "<<", ">>"]
+
+
+def gen_json_string(rng):
+    parts = [rng.choice(JSON_STRING_PARTS) for _ in range(rng.randint(0, 6))]
+    if rng.random() < RARE * 3:
+        parts.insert(rng.randint(0, len(parts)), rng.choice(BAD_JSON_STRING_PARTS))
+    if rng.random() < 0.1:
+        return "<<" + "".join(parts) + ">>"  # a custom-delimited string (string_delims)
+    return '"' + "".join(parts) + '"'
+
+
+def gen_lax_json(rng, depth=0):
+    roll = rng.random()
+    if roll < 0.35 and depth < 4:
+        members = []
+        for _ in range(rng.randint(0, 4)):
+            key = rng.choice(BARE_KEYS) if rng.random() < 0.6 else gen_json_string(rng)
+            members.append(
+                f"{rng.choice(JSON_WS)}{key}{rng.choice(JSON_WS)}:{rng.choice(JSON_WS)}"
+                f"{gen_lax_json(rng, depth + 1)}{rng.choice(JSON_WS)}"
+            )
+        return "{" + ",".join(members) + "}"
+    if roll < 0.5 and depth < 4:
+        items = [f"{rng.choice(JSON_WS)}{gen_lax_json(rng, depth + 1)}" for _ in range(rng.randint(0, 3))]
+        return "[" + ",".join(items) + "]"
+    if roll < 0.8:
+        return gen_json_string(rng)
+    return rng.choice(["1", "-2.5", "true", "null", "[]", "{}", "1e400", "x"])
+
+
+@settings(max_examples=5000, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**64 - 1), delims=st.booleans(), allow_non_json=st.booleans(), strip=st.booleans())
+def test_json_unquoted_keys_matches_reference_on_generated_texts(seed, delims, allow_non_json, strip):
+    rng = random.Random(seed)
+    text = gen_lax_json(rng)
+    if rng.random() < 1 / 3:
+        text = mutate(rng, text, JSON_PIECES)
+    args = {"unquoted_keys": True, "allow_non_json": allow_non_json, "strip": strip}
+    if delims:
+        args["string_delims"] = [["<<", ">>"]]
+    got = outcome(content.make_parser("json", copy.deepcopy(args)), text)
+    assert_same_outcome(got, outcome(ref_json, text, copy.deepcopy(args)), text)
+
+
+# xml-inline with merge_duplicates: repeated keys whose values are lists, dicts or scalars
+
+XML_VALUES = st.sampled_from(["1", "[1, 2]", "[]", "[[3]]", '"s"', "{}", '{"k": [4]}', "null", "text", " [5] "])
+XML_PARAMS = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), XML_VALUES), max_size=6).map(
+    lambda pairs: "".join(f"<parameter={k}>{v}</parameter>" for k, v in pairs)
+)
+XML_VALUE_PARSERS = st.sampled_from(
+    [None, {"name": "json", "args": {"allow_non_json": True}}, {"name": "text"}, {"name": "kv-lines"}]
+)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(text=XML_PARAMS, merge=st.booleans(), value_parser=XML_VALUE_PARSERS)
+def test_xml_inline_merge_matches_reference_on_generated_texts(text, merge, value_parser):
+    args = {"tag_pattern": PARAM, "merge_duplicates": merge}
+    if value_parser is not None:
+        args["value_parser"] = value_parser
+    got = outcome(content.make_parser("xml-inline", copy.deepcopy(args)), text)
+    assert_same_outcome(got, outcome(ref_xml_inline, text, copy.deepcopy(args)), text)
