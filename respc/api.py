@@ -126,8 +126,7 @@ def _snapshot(template: dict) -> bytes | str:
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
     digest = hash_canonical(canonical)
-    name = _bundled_hashes().get(digest)
-    if name is not None:  # a bundled template: its generated module (compiled, installed so)
+    for name in _bundled_hashes().get(digest, ()):  # a bundled template: its generated module
         bundled = _bundled(name)
         if bundled is not None and bundled.hash == digest:
             return bundled
@@ -212,18 +211,20 @@ def bundled_templates() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-_BUNDLED_HASHES: dict[str, str] | None = None
+_BUNDLED_HASHES: dict[str, tuple[str, ...]] | None = None
 
 
-def _bundled_hashes() -> dict[str, str]:
-    """The hash of each bundled template (this respc version's), mapped to its name."""
+def _bundled_hashes() -> dict[str, tuple[str, ...]]:
+    """The hash of each bundled template (this respc version's), mapped to the names that
+    have it (families whose formats are the same have equal templates: glm-4.5 and glm-4.6)."""
     global _BUNDLED_HASHES
     if _BUNDLED_HASHES is None:
         folder = resources.files("respc.templates")
-        _BUNDLED_HASHES = {
-            hash_canonical(canonical_json(load_template_file(str(folder.joinpath(f"{name}.json"))))): name
-            for name in bundled_templates()
-        }
+        table: dict[str, tuple[str, ...]] = {}
+        for name in bundled_templates():
+            digest = hash_canonical(canonical_json(load_template_file(str(folder.joinpath(f"{name}.json")))))
+            table[digest] = (*table.get(digest, ()), name)
+        _BUNDLED_HASHES = table
     return _BUNDLED_HASHES
 
 
@@ -237,7 +238,7 @@ def _bundled(name: str) -> CompiledTemplate | None:
     module = loader.import_bundled(ident)
     if module is None or getattr(module, "RESPC_VERSION", None) != __version__:
         return None
-    if _bundled_hashes().get(getattr(module, "TEMPLATE_HASH", None)) != name:
+    if name not in _bundled_hashes().get(getattr(module, "TEMPLATE_HASH", None), ()):
         return None  # generated from another version of the template (a checkout being edited)
     source = resources.files("respc.generated").joinpath(f"{ident}.py").read_text("utf-8")
     compiled = _BY_NAME[ident] = CompiledTemplate(module, source, name=name)
@@ -273,8 +274,9 @@ def load(name: str) -> CompiledTemplate:
     compiled = _bundled(names[ident])
     if compiled is None:  # no generated module (or one from another respc version): compile the JSON
         path = resources.files("respc.templates").joinpath(f"{names[ident]}.json")
-        compiled = compile_template(load_template_file(str(path)))
-        compiled.name = names[ident]
+        shared = compile_template(load_template_file(str(path)))
+        # its own object under its own name (another name may share the module)
+        compiled = CompiledTemplate(shared.module, shared._source, name=names[ident], formatted=shared._formatted)
         _BY_NAME[ident] = compiled
     return compiled
 

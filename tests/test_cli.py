@@ -91,10 +91,10 @@ def test_build_check_reports_fresh_and_stale(tmp_path):
     out = tmp_path / "generated"
     templates.mkdir()
     out.mkdir()
-    (templates / "m.json").write_text((ROOT / "templates" / "cohere.json").read_text())
+    (templates / "m.json").write_text((ROOT / "templates" / "command-a.json").read_text())
     assert respc("build", "--check", "--templates", templates, "--out", out).returncode == 1
     assert respc("build", "--templates", templates, "--out", out).returncode == 0
-    assert (out / "m.py").read_text() == (ROOT / "generated" / "cohere.py").read_text()
+    assert (out / "m.py").read_text() == (ROOT / "generated" / "command_a.py").read_text()
     assert respc("build", "--check", "--templates", templates, "--out", out).returncode == 0
     (out / "m.py").write_text((out / "m.py").read_text() + "# edited by hand\n")
     done = respc("build", "--check", "--templates", templates, "--out", out)

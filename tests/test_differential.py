@@ -6,7 +6,7 @@ Invalid templates must be rejected by both (respc with ``TemplateError``).
 
 Knobs (environment variables):
 
-- ``RESPC_DIFF_CASES``  minimum number of cases (default 20000; 0 skips the test)
+- ``RESPC_DIFF_CASES``  minimum number of cases (default 60000; 0 skips the test)
 - ``RESPC_DIFF_SEED``   generator seed (default 20260)
 - ``RESPC_DIFF_INPUTS`` inputs generated per template (default 8)
 
@@ -34,7 +34,7 @@ import respc  # noqa: E402
 
 import harness  # noqa: E402
 
-CASES = int(os.environ.get("RESPC_DIFF_CASES", "20000"))
+CASES = int(os.environ.get("RESPC_DIFF_CASES", "60000"))
 SEED = int(os.environ.get("RESPC_DIFF_SEED", "20260"))
 INPUTS = int(os.environ.get("RESPC_DIFF_INPUTS", "8"))
 

@@ -4,6 +4,7 @@ stay held until their tail literal shows up. Each compares every event with the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -47,33 +48,61 @@ def _bundled(name):
 
 
 def test_gpt_oss_held_tool_header_then_completed():
-    template = _bundled("gpt_oss")
-    filler = "lorem ipsum <|channel dolor <|message sit amet, " * 40
-    text = (
-        "<|channel|>analysis<|message|>think<|end|>"
-        f"<|channel|>commentary to=functions.get_weather <|constrain|>json{filler}<|message|>"
-        '{"city": "Paris"}<|call|>'
-    )
-    message = _compare(template, text)
-    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+    """gpt-oss's tool header (either recipient order) stays held over long runs of
+    whitespace (the pattern's \\s*) until its <|message|>; a partial marker in the run
+    breaks the header, which then never opens."""
+    template = _bundled("gpt-oss")
+    gap = "  \n\t " * 60
+    for header in (
+        f"<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json{gap}",
+        f"<|start|>assistant to=functions.get_weather{gap}<|channel|>commentary json{gap}",
+        f"<|start|>assistant{gap}to=functions.get_weather{gap}<|channel|>analysis",
+    ):
+        text = f'<|channel|>analysis<|message|>think<|end|>{header}<|message|>{{"city": "Paris"}}<|call|>'
+        message = _compare(template, text)
+        assert message["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+        assert message["reasoning_content"] == "think"
+    text = f'<|channel|>commentary to=functions.get_weather json{gap}<|mess {gap}<|message|>{{"city": "Paris"}}<|call|>'
+    assert "tool_calls" not in _compare(template, text)
 
 
 def test_gpt_oss_held_tool_header_never_completed():
-    template = _bundled("gpt_oss")
-    text = "<|channel|>commentary to=functions.f x" + "y<|mess" * 300
-    message = _compare(template, text, sizes=(1, 4, 13))
-    assert "tool_calls" not in message
+    template = _bundled("gpt-oss")
+    for text in (
+        "<|channel|>commentary to=functions.f json" + " \n<|mess" * 150,
+        "<|channel|>commentary to=functions.f" + "_long_name" * 150,
+        " to=functions.f" + "  \n<|chann" * 150,
+    ):
+        message = _compare(template, text, sizes=(1, 4, 13))
+        assert "tool_calls" not in message
 
 
-def test_qwen3_whitespace_tails_and_xml_bodies():
+def test_qwen3_whitespace_tails_and_json_bodies():
     template = _bundled("qwen3")
     text = (
         "<think>\nplan  \n\n</think>\n\nI will call a tool.   \n\n"
+        '<tool_call>\n{"name": "run", "arguments": {"q": "SELECT a < b", "n": 3}}\n</tool_call>\n  \n'
+        '<tool_call>\n{"name": "other", "arguments": {"s": "</tool_call"}}\n</tool_call>\n  \n<|im_end|>'
+    )
+    message = _compare(template, text)
+    assert message["reasoning_content"] == "plan" and message["content"] == "I will call a tool."
+    assert message["tool_calls"][0]["function"] == {"name": "run", "arguments": {"q": "SELECT a < b", "n": 3}}
+    assert message["tool_calls"][1]["function"] == {"name": "other", "arguments": {"s": "</tool_call"}}
+
+
+def test_qwen3_coder_whitespace_tails_and_xml_bodies():
+    template = _bundled("qwen3-coder")
+    text = (
+        "I will call a tool.   \n\n"
         "<tool_call>\n<function=run>\n<parameter=q>\nSELECT a < b\n</parameter>\n"
         "<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>\n  \n<|im_end|>"
     )
-    message = _compare(template, text)
-    assert message["tool_calls"][0]["function"]["arguments"] == {"q": "SELECT a < b", "n": 3}
+    tools = [{"type": "function", "function": {"name": "run", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}}}}]
+    message = _compare(template, text, tools=tools)
+    assert message["content"] == "I will call a tool."
+    assert message["tool_calls"][0]["function"] == {"name": "run", "arguments": {"q": "SELECT a < b", "n": 3}}
+    assert _compare(template, text)["tool_calls"][0]["function"]["arguments"] == {"q": "SELECT a < b", "n": "3"}
 
 
 def test_literal_only_states_with_lookalike_text():
@@ -87,12 +116,13 @@ def test_literal_only_states_with_lookalike_text():
 
 
 def test_sample_replies_stream_like_the_reference():
-    for name in ("smollm3", "qwen3", "gpt_oss", "cohere"):
+    # gpt-oss makes one call per reply (<|call|> stops the generation)
+    for name, calls in (("qwen3", 3), ("qwen3-coder", 2), ("gpt-oss", 1), ("command-a", 2)):
         text = (ROOT / "bench" / "samples" / f"{name}.txt").read_text(encoding="utf-8")
         prefix = (ROOT / "bench" / "samples" / f"{name}.prefix.txt").read_text(encoding="utf-8")
         tools = json.loads((ROOT / "bench" / "samples" / f"{name}.tools.json").read_text(encoding="utf-8"))
         message = _compare(_bundled(name), text, prefix, tools, sizes=(1, 4, 16))
-        assert len(message["tool_calls"]) == 2, name
+        assert len(message["tool_calls"]) == calls, name
 
 
 def test_complete_match_beyond_a_partial_one_still_counts():
@@ -136,7 +166,7 @@ def test_quiet_path_rearms_both_first_characters_after_a_state_change():
     _compare(template, "".join(chunks))
 
 
-@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere"])
+@pytest.mark.parametrize("name", ["qwen3", "qwen3-coder", "gpt-oss", "command-a"])
 @pytest.mark.parametrize("cut", [None, -1, -3, -9, -17])
 def test_one_pass_parse_equals_feed_then_finalize(name, cut):
     """CompiledTemplate.parse scans the text once at end of stream (parse_whole); the
@@ -191,7 +221,7 @@ def _state_scans(name):
             yield parser, Parser.SCANS[state], quiet, Parser.PENDING[state]
 
 
-@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere", *_MARK_TEMPLATES])
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "qwen3-coder", "gpt-oss", "command-a", *_MARK_TEMPLATES])
 def test_quiet_cut_and_still_pending_agree_with_the_scan(name):
     """Where quiet_cut answers (no mark occurs), the generated scan holds from the same
     position and commits nothing; where still_pending says so, the scan holds it all.
@@ -253,21 +283,32 @@ def test_prefix_being_written_at_the_end_before_a_partial_match_of_a_shorter_pre
     assert message["call"] == {"k": "z"}
 
 
+#: the continuation each template's own format writes (qwen3: JSON calls; qwen3-coder and
+#: qwen3.5: XML calls, qwen3.5 with a think block as the earlier bundled qwen3 had)
+_CONTINUATIONS = {
+    "qwen3": 'nk>\nmore</think>answer\n<tool_call>\n{"name": "g", "arguments": {"b": 2}}\n</tool_call>',
+    "qwen3-coder": "nk>\nmore</think>answer\n<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>",
+    "qwen3.5": "nk>\nmore</think>answer\n<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>",
+}
+
+
+@pytest.mark.parametrize("name", list(_CONTINUATIONS))
 @pytest.mark.parametrize(
     "prefix",
     [
         "<|im_start|>assistant\n<think>\nalready thinking",  # the body starts in the prefix
         "<|im_start|>assistant\n<think>\nalready thinking</thi",  # ... and a delimiter too
         "<|im_start|>assistant\nsome content \n",  # the implicit field, a held whitespace tail
-        "<|im_start|>assistant\n<tool_call>\n<function=f>\n<parameter=a>\n1",  # a tool call
+        "<|im_start|>assistant\n<tool_call>\n<function=f>\n<parameter=a>\n1",  # an XML tool call
+        '<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"a": 1',  # a JSON tool call
         "no anchor at all <think>",
     ],
 )
-def test_whole_parse_continues_what_the_prefix_started(prefix):
+def test_whole_parse_continues_what_the_prefix_started(prefix, name):
     """parse (ParserBase.parse_whole) scans the prefix as a feed would, then the text: a
     region opened in the prefix keeps its body from there."""
-    template = _bundled("qwen3")
-    text = "nk>\nmore</think>answer\n<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>"
+    template = _bundled(name)
+    text = _CONTINUATIONS[name]
     for piece in (text, text[3:], text[text.find("answer"):], ""):
         want = chat_parsing.parse_response(piece, template, prefix=prefix)
         assert respc.parse_response(piece, template, prefix=prefix) == want, (prefix, piece)
@@ -285,7 +326,7 @@ _END_TEMPLATES = {
 }
 
 
-@pytest.mark.parametrize("name", ["smollm3", "qwen3", "gpt_oss", "cohere", *_END_TEMPLATES])
+@pytest.mark.parametrize("name", ["smollm3", "qwen3", "qwen3-coder", "gpt-oss", "command-a", *_END_TEMPLATES])
 def test_end_of_stream_scans_agree_with_the_general_scans(name):
     """Where a state has its own end-of-stream scan (every delimiter starts with one
     literal), it returns what the state's general scan returns at end of stream: the same
@@ -295,7 +336,7 @@ def test_end_of_stream_scans_agree_with_the_general_scans(name):
     parser = Parser("")
     rng = random.Random(20261130)
     specialized = [state for state, scan in enumerate(Parser.END_SCANS) if scan is not Parser.SCANS[state]]
-    if name in ("gpt_oss", "shared_marker"):
+    if name in ("command-a", "shared_marker"):  # gpt-oss no longer: a header may start with \s*to=
         assert specialized, name
     marks = {mark for table in Parser.MARKS if table for group in table for mark in group}
     pieces = [m[:k] for m in marks for k in range(1, len(m) + 1)] + ["<|", "x", " ", "\n", "lo", "ng", "to=functions.f", "<|message|>"]
@@ -318,7 +359,7 @@ def test_quiet_path_in_the_implicit_region_before_it_opens():
     """After a region closes, the implicit region is not open yet: the quiet path may hold
     (whitespace a delimiter may grow from, a delimiter being written), but text it would
     emit goes through the general path, which emits region_open first."""
-    template = _bundled("qwen3")
+    template = _bundled("qwen3-coder")
     call = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"
     text = f"{call}\n\n  a < b <tool_ c{call}  \n<tool_call x <|im_e y {call}\n<|im_end|>"
     message = _compare(template, text, prefix="<|im_start|>assistant\n", sizes=(1, 2, 3, 4, 5, 7, 11))
@@ -327,16 +368,20 @@ def test_quiet_path_in_the_implicit_region_before_it_opens():
 
 def test_pending_regex_after_a_held_whitespace_run_stays_held():
     """Regression (found by tests/test_bundled_fuzz.py): a whitespace tail held on the
-    quickest path, then a chunk that starts a regex delimiter (qwen3's
-    ``\\s*<tool_call>\\s*<function=NAME>``) held as pending: the next chunk without a
-    ``<`` must not take the quickest path and emit the pending header as content."""
-    for chunks in (
-        ["a\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
-        ["<think>x</think>", "an other markets", ".\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
-        ["a\n", "\n<tool_call>\n<fu", "nct", "ion", "=f>x", "</tool_call>"],
+    quickest path, then a chunk that starts a regex delimiter (the XML format's
+    ``\\s*<tool_call>\\s*<function=NAME>``: qwen3-coder, and qwen3.5 with a think block)
+    held as pending: the next chunk without a ``<`` must not take the quickest path and emit
+    the pending header as content."""
+    for chunks, name in itertools.product(
+        (
+            ["a\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
+            ["<think>x</think>", "an other markets", ".\n", "\n<tool_call>\n<fu", "nct", "ion=f>", "</tool_call>"],
+            ["a\n", "\n<tool_call>\n<fu", "nct", "ion", "=f>x", "</tool_call>"],
+        ),
+        ("qwen3-coder", "qwen3.5"),
     ):
-        message = _compare(_bundled("qwen3"), "".join(chunks), sizes=())
-        ours = _events(respc.ResponseParser(_bundled("qwen3"), ""), chunks)
-        ref = _events(chat_parsing.ResponseParser(_bundled("qwen3"), prefix=""), chunks)
-        assert ours == ref, chunks
+        message = _compare(_bundled(name), "".join(chunks), sizes=())
+        ours = _events(respc.ResponseParser(_bundled(name), ""), chunks)
+        ref = _events(chat_parsing.ResponseParser(_bundled(name), prefix=""), chunks)
+        assert ours == ref, (name, chunks)
         assert message["tool_calls"][0]["function"]["name"] == "f"
