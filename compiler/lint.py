@@ -29,7 +29,7 @@ from typing import Any
 
 import regex
 
-from .regexinfo import regex_only
+from .regexinfo import _unique_group_names, regex_only
 from .validate import format_path, validate_template
 
 __all__ = ["Finding", "lint"]
@@ -51,7 +51,7 @@ def _parse(pattern: str) -> Any:
     import re._parser as sre_parse
 
     try:
-        return sre_parse.parse(pattern, 16)
+        return sre_parse.parse(_unique_group_names(pattern), 16)
     except Exception:  # noqa: BLE001
         return None
 

@@ -376,9 +376,11 @@ def word_key_head(head: str) -> tuple[str, str, bool] | None:
     return opening, closing, ws
 
 
-def lazy_group_split(pattern: str, group: str = "value") -> tuple[str, bool, str] | None:
+def lazy_group_split(pattern: str, group: str = "value") -> tuple | None:
     """Split ``HEAD(?P<group>.*?)\\s*TAIL`` (``\\s*`` optional, ``TAIL`` literal) into
-    ``(HEAD, has \\s*, TAIL's text)``, or None when the pattern has another shape.
+    ``(HEAD, has \\s*, TAIL's text)``, and ``HEAD(?P<group>.*?)C?TAIL`` (one optional
+    character, such as ``\\n?``) into ``(HEAD, False, TAIL's text, C)``; None when the
+    pattern has another shape.
 
     With DOTALL, a match of the whole pattern at a position is HEAD's own first match
     there, provided ``TAIL`` occurs at or after HEAD's end; the group then runs to the
@@ -404,6 +406,21 @@ def lazy_group_split(pattern: str, group: str = "value") -> tuple[str, bool, str
     if f"(?P<{group}>" in head:
         return None
     ws = tail.startswith("\\s*") and not tail.startswith("\\s*?") and not tail.startswith("\\s*+")
+    if not ws:
+        # an optional character before TAIL (``\n?TAIL``): the group ends before it when
+        # it is there
+        try:
+            char, after = _escape(tail, 0) if tail.startswith("\\") else (tail[:1], 1)
+        except _Unknown:
+            char, after = "", 0
+        if (
+            char
+            and (tail.startswith("\\") or char not in _META)
+            and tail.startswith("?", after)
+            and not tail.startswith(("??", "?+"), after)
+        ):
+            text = _literal_text(tail[after + 1 :])
+            return None if not text else (head, False, text, char)
     text = _literal_text(tail[3:] if ws else tail)
     if text is None:
         return None
@@ -432,10 +449,24 @@ def regex_only(pattern: str) -> bool:
     except ImportError:  # pragma: no cover - older Pythons
         import sre_parse  # type: ignore[no-redef]
     try:
-        sre_parse.parse(pattern, 16)  # DOTALL, as templates are compiled
+        sre_parse.parse(_unique_group_names(pattern), 16)  # DOTALL, as templates are compiled
     except Exception:  # noqa: BLE001 - re does not read it: regex-module syntax
         return True
     return False
+
+
+_GROUP_NAME = regex.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
+
+
+def _unique_group_names(pattern: str) -> str:
+    """``pattern`` with a repeated group name (which the regex module allows, as in
+    ``(?:a(?P<n>x)|b(?P<n>y))``, and ``re`` does not) made unique, when nothing refers to
+    a group by name; the structure ``re`` reads is the same."""
+    names = [m.group(2) for m in _GROUP_NAME.finditer(pattern)]
+    if len(names) == len(set(names)) or "(?P=" in pattern or "\\g<" in pattern:
+        return pattern
+    count = iter(range(len(names)))
+    return _GROUP_NAME.sub(lambda m: f"{m.group(1)}(?P<_g{next(count)}>", pattern)
 
 
 # --- leaning on the end of the input ----------------------------------------------
@@ -459,7 +490,7 @@ def leans_on_end(pattern: str) -> bool:
     except ImportError:  # pragma: no cover
         return True
     try:
-        tree = sre_parse.parse(pattern, 16)
+        tree = sre_parse.parse(_unique_group_names(pattern), 16)
     except Exception:  # noqa: BLE001
         return True
 

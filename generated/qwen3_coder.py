@@ -95,7 +95,9 @@ _BEGINNINGS_2 = frozenset(
 
 # fields.tool_calls.content: xml-inline, bound once to its content_args
 _parse_tool_calls = _content.make_parser(
-    "xml-inline", {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?(?P<value>.*?)\\n?</parameter>"}
+    "xml-inline",
+    {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?(?P<value>.*?)\\n?</parameter>"},
+    {"tag_split": ("<parameter=(?P<key>[^>\\n]+)>\\n?", False, "</parameter>", "\n")},
 )
 
 

@@ -205,7 +205,10 @@ def _tag_matches(
     head_key = head.groupindex.get("key")
     # with key_head: HEAD found by str.find (OPEN, then the key up to CLOSE)
     opening, closing, head_ws = key_head if key_head is not None and head_key is not None else (None, "", False)
-    config = (head.search, head.match, head_key, opening, closing, head_ws, tag_split[2], tag_split[1], full.search)
+    optional = tag_split[3] if len(tag_split) > 3 else ""  # one optional character before TAIL
+    config = (
+        head.search, head.match, head_key, opening, closing, head_ws, tag_split[2], tag_split[1], full.search, optional
+    )
     groups = (key_group, value_group)
     return partial(_split_matches, config, groups)
 
@@ -226,7 +229,7 @@ def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, A
 
     Compiled, this is C over typed positions (runtime/content.pxd).
     """
-    head_search, head_match, head_key, opening, closing, head_ws, tail, ws, full_search = config
+    head_search, head_match, head_key, opening, closing, head_ws, tail, ws, full_search, optional = config
     found = []
     n = len(text)
     pos = 0
@@ -279,6 +282,8 @@ def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, A
         if ws:
             while end > value_start and text[end - 1] in _WS:
                 end -= 1
+        elif optional and end > value_start and text[end - 1] == optional:
+            end -= 1  # the lazy group stops before the optional character
         found.append((key, text[value_start:end]))
         pos = at + step
 

@@ -213,11 +213,11 @@ def test_regex_whitespace_set_is_exact():
 
 @st.composite
 def tag_patterns(draw):
-    """``HEAD(?P<value>.*?)[\\s*]TAIL`` with a random HEAD (which may name a ``key``)."""
+    """``HEAD(?P<value>.*?)[\\s*|C?]TAIL`` with a random HEAD (which may name a ``key``)."""
     head = draw(sequences())
     if draw(st.booleans()):
         head = draw(st.sampled_from(["<", "<(?P<key>\\w+)>", "a(?P<key>[ab]+)"])) + head
-    ws = draw(st.sampled_from(["", "\\s*"]))
+    ws = draw(st.sampled_from(["", "\\s*", "\\n?", "a?", " ?", "<?"]))
     tail = draw(st.sampled_from(["<b>", "</a>", "ab", " b", "\\|", "\\n<"]))
     return head + "(?P<value>.*?)" + ws + tail
 
@@ -246,6 +246,12 @@ def test_lazy_group_split_examples():
         "</parameter>",
     )
     assert lazy_group_split(r"<(?P<key>\w+)>(?P<value>.*?)</x>") == (r"<(?P<key>\w+)>", False, "</x>")
+    assert lazy_group_split(r"<p=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</p>") == (
+        r"<p=(?P<key>[^>\n]+)>\n?",
+        False,
+        "</p>",
+        "\n",
+    )
     for none in [
         r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",  # backreference
         r"<(?P<key>\w+)>(?P<value>.*?)\s*?</x>",  # lazy whitespace
