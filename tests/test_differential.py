@@ -40,6 +40,7 @@ INPUTS = int(os.environ.get("RESPC_DIFF_INPUTS", "8"))
 
 
 @pytest.mark.skipif(CASES <= 0, reason="RESPC_DIFF_CASES=0")
+@pytest.mark.filterwarnings("ignore::respc.TemplateWarning")  # loose templates are generated on purpose
 def test_differential_against_reference(monkeypatch, capsys):
     # compile in memory only: do not fill the user's disk cache with hundreds of random templates
     monkeypatch.setenv("RESPC_CACHE_DIR", "")
