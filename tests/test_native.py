@@ -10,11 +10,15 @@ as well, so both runtimes are checked on every CI run.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -107,3 +111,125 @@ def test_python_sources_against_the_reference_too():
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert re.search(r"^\s*mismatches: 0$", done.stdout, re.M), done.stdout[-4000:]
     assert "runtime: pure-Python" in done.stdout, done.stdout[-4000:]
+
+
+# -- the build (setup.py): what it compiles, how, and that compiled parsers behave as sources
+
+
+def _setup_py(monkeypatch) -> types.ModuleType:
+    """setup.py, loaded with setuptools.setup() replaced (nothing is built) and Cython taken
+    for installed (the test environment need not have it: only the build's does)."""
+    setuptools = pytest.importorskip("setuptools")
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "Cython" else find_spec(name, *a))
+    spec = importlib.util.spec_from_file_location("_respc_setup", ROOT / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    with mock.patch.object(setuptools, "setup", lambda **kwargs: None):
+        spec.loader.exec_module(module)
+    return module
+
+
+def _build_ext(setup_py: types.ModuleType, exts: list) -> object:
+    from setuptools import Distribution
+
+    command = setup_py.OptionalBuildExt(Distribution({"name": "respc", "ext_modules": exts}))
+    command.ensure_finalized()
+    return command
+
+
+def test_setup_compiles_the_runtime_and_every_generated_module(monkeypatch):
+    """One extension per runtime module and per generated/<leaf>.py, listed from its Python
+    source: the translation to C waits for build_ext (setup.py also runs for the build
+    requirements and the metadata, which need only the names)."""
+    setup_py = _setup_py(monkeypatch)
+    exts = setup_py.extensions()
+    generated = sorted(p.stem for p in (ROOT / "generated").glob("*.py") if p.name != "__init__.py")
+    assert [e.name for e in exts] == [*_native.NATIVE_MODULES, *(f"{_native.GENERATED_PACKAGE}.{g}" for g in generated)]
+    assert all(len(e.sources) == 1 and e.sources[0].endswith(".py") for e in exts), [e.sources for e in exts]
+    monkeypatch.setenv("RESPC_PURE_PYTHON_BUILD", "1")
+    assert setup_py.extensions() == []
+
+
+def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch):
+    """build_ext compiles in parallel on every core by default, and gives gcc-like compilers
+    GENERATED_CFLAGS (-O1, no debug information) for the generated modules, CFLAGS for the
+    runtime's; other compilers (MSVC) keep their defaults."""
+    setup_py = _setup_py(monkeypatch)
+    assert setup_py.GENERATED_CFLAGS == ["-O1", "-g0"] and setup_py.CFLAGS == ["-g0"]
+    for compiler_type, expect_flags in (("unix", True), ("msvc", False)):
+        exts = setup_py.extensions()
+        command = _build_ext(setup_py, exts)
+        assert command.parallel == setup_py._cores() >= 1
+        command.compiler = types.SimpleNamespace(compiler_type=compiler_type)
+        with mock.patch.object(setup_py.build_ext, "build_extensions", lambda self: None):
+            command.build_extensions()
+        for ext in exts:
+            generated = ext.name.startswith(_native.GENERATED_PACKAGE + ".")
+            flags = (setup_py.GENERATED_CFLAGS if generated else setup_py.CFLAGS) if expect_flags else []
+            assert ext.extra_compile_args == flags, (compiler_type, ext.name)
+
+
+def test_editable_build_translates_nothing(monkeypatch):
+    """An editable install's in-place build_ext returns before Cython or the compiler runs."""
+    setup_py = _setup_py(monkeypatch)
+    command = _build_ext(setup_py, setup_py.extensions())
+    command.inplace = True
+    monkeypatch.delenv("RESPC_BUILD_INPLACE", raising=False)
+    with mock.patch.object(setup_py.OptionalBuildExt, "cythonize") as translate:
+        with mock.patch.object(setup_py.build_ext, "run") as build:
+            command.run()
+    translate.assert_not_called()
+    build.assert_not_called()
+
+
+#: run twice (compiled, then RESPC_PURE_PYTHON=1): every bundled family on its samples file's
+#: cases (SAMPLES is set before it), whole and cut short at seeded points, and streamed in
+#: 1-, 3- and seeded-size chunks
+_PARITY = r"""
+import json, random
+import respc
+
+files, results = {}, {}
+for name in respc.bundled_templates():
+    compiled = respc.load(name)
+    files[name] = compiled.module.__file__.endswith(".py")
+    path = SAMPLES / f"{name}.json"
+    if not path.is_file():
+        continue
+    family = json.loads(path.read_text(encoding="utf-8"))
+    rng = random.Random(name)
+    out = results[name] = []
+    for case in family["cases"]:
+        tools = family.get("tools") if case.get("tools", True) else None
+        text, prefix = case["output"], case["prefix"]
+        for cut in (len(text), rng.randint(0, len(text)), rng.randint(0, len(text))):
+            try:
+                out.append(respc.parse_response(text[:cut], compiled, prefix=prefix, tools=tools))
+            except Exception as exc:
+                out.append([cut, type(exc).__name__, str(exc)])
+        for size in (1, 3, rng.randint(4, 40)):
+            try:
+                parser = respc.get_response_parser(compiled, prefix=prefix, tools=tools)
+                events = [parser.feed(text[i : i + size]) for i in range(0, len(text), size)]
+                out.append([events, parser.finalize()])
+            except Exception as exc:
+                out.append([size, type(exc).__name__, str(exc)])
+print(json.dumps({"sources": files, "results": results}, sort_keys=True, default=repr))
+"""
+
+
+@pytest.mark.skipif(not respc.COMPILED_RUNTIME, reason="the runtime is not compiled (editable install)")
+def test_compiled_generated_modules_parse_like_their_sources():
+    """Every bundled family's compiled module (built at GENERATED_CFLAGS) gives what its
+    Python source gives (RESPC_PURE_PYTHON=1) on the family's sample replies, whole and
+    streamed: the same messages, events and errors."""
+    code = f"from pathlib import Path\nSAMPLES = Path({str(ROOT / 'templates' / 'samples')!r})\n{_PARITY}"
+    compiled, source = _run(code), _run(code, RESPC_PURE_PYTHON="1")
+    assert compiled.returncode == 0, compiled.stderr
+    assert source.returncode == 0, source.stderr
+    compiled, source = json.loads(compiled.stdout), json.loads(source.stdout)
+    assert not any(compiled["sources"].values()), compiled["sources"]
+    assert all(source["sources"].values()), source["sources"]
+    assert compiled["results"], "no family has samples"
+    for name in compiled["results"]:
+        assert compiled["results"][name] == source["results"][name], name
