@@ -220,3 +220,44 @@ def test_partial_start_matches_regex_partial_search(lits, buf, data):
     firsts = "".join(sorted({s[0] for s in ordered}))
     lo = max(pos, len(buf) - len(ordered[0]) + 1)
     assert tail_in(buf, lo, firsts, beginnings) == m.start()
+
+
+def test_deeply_nested_defaults_and_transforms_compile_and_match_the_reference(tmp_path, monkeypatch):
+    """Defaults and a transform nested 250 levels deep (past Python's 200 nested brackets):
+    emitted as JSON text / filled at run time, so the module compiles, `respc compile` shows
+    it, and parsing gives the reference's message."""
+    import copy
+
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    from respc.compiler import compile_source
+
+    deep_value, deep_transform = "leaf", "{content}"
+    for _ in range(250):
+        deep_value, deep_transform = {"a": deep_value}, [deep_transform, "{n}"]
+    template = {
+        "start_anchor": "S",
+        "defaults": {"d": deep_value},
+        "fields": {
+            "x": {"open_pattern": r"<x (?P<n>\w+)>", "close": "</x>", "transform": {"t": deep_transform}},
+            "y": {"open": "<y>", "close": "</y>", "content": "json", "transform": {"k": [[deep_value]], "c": "{content}"}},
+        },
+    }
+    monkeypatch.setenv("RESPC_CACHE_DIR", str(tmp_path))
+    text = "<x q>1</x><y>[2]</y>"
+    assert respc.parse_response(text, template, prefix="") == ref_parse(text, copy.deepcopy(template), prefix="")
+    _, source = compile_source(template)  # black-formatted, as `respc compile` prints it
+    compile(source, "<deep>", "exec")
+    assert list(tmp_path.glob("*.py"))  # the module that compiled was cached
+
+
+def test_a_module_that_does_not_compile_is_not_cached(tmp_path, monkeypatch):
+    from respc import api
+    from respc.runtime import loader
+
+    monkeypatch.setenv("RESPC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "compile_source", lambda template, **kw: ("sha256:" + "0" * 64, "def broken(:\n"))
+    with pytest.raises(SyntaxError):
+        api._build({"start_anchor": "S", "fields": {"x": {}}}, '{"never": "seen"}')
+    assert not list(tmp_path.glob("*.py"))
+    assert loader.read_cached("sha256:" + "0" * 64) is None
