@@ -34,18 +34,11 @@ class UserError(Exception):
     """A problem with what the user asked for: reported as one line."""
 
 
-def _template_arg(spec: str) -> Any:
-    """A JSON file path, or the name of a bundled template: a dict, or a CompiledTemplate."""
-    from .api import resolve_template
-
-    return resolve_template(spec)
-
-
 def _template_dict(spec: str) -> dict:
-    """The template ``spec`` names, as a dict (a bundled one's JSON)."""
-    from .api import CompiledTemplate
+    """The template ``spec`` names (a path or a bundled name), as a dict."""
+    from .api import CompiledTemplate, resolve_template
 
-    template = _template_arg(spec)
+    template = resolve_template(spec)
     return template.template if isinstance(template, CompiledTemplate) else template
 
 
@@ -92,9 +85,7 @@ def _samples_for(spec: str) -> list[Path]:
     from .api import _ident, bundled_templates
 
     folder = Path(str(resources.files("respc.templates"))) / "samples"
-    stem = Path(spec).name
-    for suffix in (".json",):
-        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
+    stem = Path(spec).name.removesuffix(".json")
     names = {_ident(n): n for n in bundled_templates()}
     name = names.get(_ident(stem))
     if name is None:
@@ -134,7 +125,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     from .api import compile_template
 
-    old, new = compile_template(_template_arg(args.old)), compile_template(_template_arg(args.new))
+    old, new = compile_template(args.old), compile_template(args.new)  # paths or bundled names
     changed_code = old.hash != new.hash
     if changed_code:
         sys.stdout.writelines(
@@ -169,7 +160,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_parse(args: argparse.Namespace) -> int:
     from .api import compile_template
 
-    compiled = compile_template(_template_arg(args.template))
+    compiled = compile_template(args.template)  # a path or a bundled name
     text = _read_text(args.input, "model output")
     prefix = _read_text(args.prefix_file, "prefix") if args.prefix_file else ""
     tools = None
