@@ -134,23 +134,77 @@ _TOKENIZER_KEYS = frozenset(
 )
 
 
+#: How deeply a template's objects and arrays may nest, the template itself being level 1.
+#: Every walk of a template recurses (json.dumps for its hash, copy.deepcopy of defaults in
+#: each message, a deep transform filled at run time), and so does the reference: under
+#: Python's default recursion limit (1000) it fails from about 490 levels in defaults or a
+#: transform. 500 keeps every template whose defaults and transforms the reference can
+#: parse (a deeper value it accepts can only be one it ignores, e.g. an unknown
+#: content_args entry), and refuses deeper ones with an error at their path instead of a
+#: RecursionError somewhere inside.
+MAX_DEPTH = 500
+
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def check_json_values(value: Any, parts: tuple = ()) -> None:
-    """A template is a JSON document: only dict (str keys), list, str, int, float, bool, None."""
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _fail(parts, f"keys must be strings, got {type(key).__name__} {key!r}")
-            check_json_values(item, (*parts, key))
-    elif kind is list:
-        for index, item in enumerate(value):
-            check_json_values(item, (*parts, index))
-    elif kind not in (str, int, float, bool, type(None)):
-        raise _fail(
-            parts,
-            f"a template holds JSON values only (object, array, string, number, boolean, null); "
-            f"got {kind.__name__} {value!r}",
-        )
+    """A template is a JSON document: only dict (str keys), list, str, int, float, bool, None,
+    with no object or array inside itself (a cycle) and at most MAX_DEPTH levels deep.
+
+    The walk keeps its own stack rather than recursing, so a cyclic or very deep value is an
+    error at its path before anything else recurses into it (the hash's json.dumps first)."""
+    if type(value) is not dict and type(value) is not list:
+        if type(value) not in _JSON_SCALARS:
+            raise _not_json(value, parts)
+        return
+    scalars = _JSON_SCALARS
+    path = list(parts)
+    # the containers on the path from ``value`` to the one being walked: id -> depth of its path
+    open_at = {id(value): len(path)}
+    # per open container: (it, an iterator over its (key or index, item) pairs, is it a dict)
+    stack = [(value, iter(value.items()) if type(value) is dict else enumerate(value), type(value) is dict)]
+    while stack:
+        container, items, keyed = stack[-1]
+        for key, item in items:
+            if keyed and type(key) is not str:
+                raise _fail(path, f"keys must be strings, got {type(key).__name__} {key!r}")
+            kind = type(item)
+            if kind in scalars:
+                continue
+            path.append(key)
+            if kind is not dict and kind is not list:
+                raise _not_json(item, path)
+            if id(item) in open_at:
+                again = format_path(path[: open_at[id(item)]]) or "the whole template"
+                raise _fail(
+                    path,
+                    f"the template refers to itself (a cycle: this is {again} again); templates must be JSON "
+                    "data (a tree of objects, arrays and scalars): put a copy here, not the object itself",
+                )
+            if len(stack) >= MAX_DEPTH:
+                raise TemplateError(
+                    f"{format_path(path[:8])}...({len(path) - 8} more levels)",  # the whole path is that long
+                    f"objects and arrays nest more than {MAX_DEPTH} levels deep here (the template itself is "
+                    f"level 1); a template may nest at most {MAX_DEPTH} levels (deeper ones exhaust Python's "
+                    "recursion limit, in the reference too): flatten this value",
+                    tuple(path),
+                )
+            open_at[id(item)] = len(path)
+            stack.append((item, iter(item.items()) if kind is dict else enumerate(item), kind is dict))
+            break
+        else:  # every item of ``container`` checked
+            stack.pop()
+            del open_at[id(container)]
+            if stack:
+                path.pop()
+
+
+def _not_json(value: Any, parts: tuple | list) -> TemplateError:
+    return _fail(
+        parts,
+        "a template holds JSON values only (object, array, string, number, boolean, null); "
+        f"got {type(value).__name__} {value!r}",
+    )
 
 
 @lru_cache(maxsize=None)

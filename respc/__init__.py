@@ -37,12 +37,20 @@ from .api import (  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 
 #: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
-#: compiler are available), False when it runs from its Python sources
+#: compiler are available), False when it runs from its Python sources. Those are what
+#: ``import respc`` finds in a source checkout, so it is False in the repository root even
+#: with a compiled copy installed (the current directory comes first on ``sys.path``):
+#: run from another directory to use that copy. RUNTIME_INFO says which runs and why.
 COMPILED_RUNTIME: bool = _native.compiled_runtime()
+
+#: One line on the runtime in use: compiled (and from where), or pure Python and why
+#: (RESPC_PURE_PYTHON, a source checkout, an install without compiled modules)
+RUNTIME_INFO: str = _native.runtime_info()
 
 __all__ = [
     "__version__",
     "COMPILED_RUNTIME",
+    "RUNTIME_INFO",
     "CompiledTemplate",
     "ResponseParser",
     "TemplateError",

@@ -6,6 +6,11 @@ beside them). The compiled modules are the same code, so they give the same even
 messages; Python's import system prefers them. Setting ``RESPC_PURE_PYTHON=1`` before
 respc is imported makes it import the Python sources instead: for a debugger or a line
 profiler, or to compare the two.
+
+A source checkout is never compiled: ``import respc`` run in the repository root (where the
+current directory comes first on ``sys.path``) imports the checkout's sources, not an
+installed copy, and so does an editable install. :func:`runtime_info` says which runtime
+runs and why; :func:`runtime_files` where each module came from.
 """
 
 from __future__ import annotations
@@ -17,7 +22,12 @@ import os
 import sys
 
 #: the modules setup.py compiles (from runtime/<leaf>.py; setup.py reads this table)
-NATIVE_MODULES = ("respc.runtime.base", "respc.runtime.content", "respc.runtime.decode", "respc.runtime.tools")
+NATIVE_MODULES = (
+    "respc.runtime.base",
+    "respc.runtime.content",
+    "respc.runtime.decode",
+    "respc.runtime.tools",
+)
 
 #: the package of the bundled templates' generated modules, which setup.py compiles as well
 #: (from generated/<leaf>.py; templates compiled at run time stay Python)
@@ -54,9 +64,37 @@ def install() -> None:
         sys.meta_path.insert(0, _SourceFinder())
 
 
+def runtime_files() -> dict[str, str]:
+    """Where each of the runtime's compilable modules was imported from: an extension module
+    (``.so``, ``.pyd``) when it runs compiled, its ``.py`` source otherwise."""
+    return {name: importlib.import_module(name).__file__ for name in NATIVE_MODULES}
+
+
 def compiled_runtime() -> bool:
     """True when each of the runtime's compilable modules was imported as an extension module."""
-    return all(not importlib.import_module(name).__file__.endswith(".py") for name in NATIVE_MODULES)
+    return all(not path.endswith(".py") for path in runtime_files().values())
+
+
+def runtime_info() -> str:
+    """One line: which runtime runs and, when it is the Python sources, why."""
+    base = os.path.abspath(runtime_files()[NATIVE_MODULES[0]])
+    if compiled_runtime():
+        return f"compiled runtime ({os.path.dirname(base)})"
+    if env_flag(PURE_PYTHON_ENV):
+        return f"pure-Python runtime ({PURE_PYTHON_ENV} is set)"
+    # An installed copy keeps the runtime inside the package (respc/runtime/); a source
+    # checkout beside it (runtime/ next to respc/), and nothing there is compiled.
+    tree = os.path.dirname(os.path.dirname(base))
+    if tree != os.path.dirname(os.path.abspath(__file__)):
+        return (
+            f"pure-Python runtime: respc was imported from the source checkout {tree} (first on "
+            "sys.path: the current directory, PYTHONPATH, or an editable install), which is never "
+            "compiled; `pip install .` and run from another directory for the compiled one"
+        )
+    return (
+        "pure-Python runtime: this install has no compiled modules (built without Cython or a C "
+        "compiler, or with RESPC_PURE_PYTHON_BUILD=1)"
+    )
 
 
 def compiled_generated() -> list[str]:

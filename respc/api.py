@@ -34,6 +34,23 @@ __all__ = [
 
 Tools = Iterable[dict | Callable] | None
 
+_PREFIX_TYPE = "prefix must be a str (or a list of str with a list of texts), got {}"
+
+
+def _tool_list(tools: Iterable[dict | Callable]) -> list[dict | Callable]:
+    """``tools`` checked and as a list (a generator then serves every text of a batch).
+
+    It must be a list (any iterable) of tool schemas (dicts, as for ``apply_chat_template``)
+    and functions. The reference iterates a str or a lone dict as well, and finds no tool in
+    its characters or keys: a mistake whose only sign would be arguments left untyped, so it
+    is an error here. Items that are not tools are skipped, as the reference skips them."""
+    if isinstance(tools, (str, bytes, dict)) or not isinstance(tools, Iterable):
+        raise TypeError(
+            f"tools must be a list of tools (JSON schema dicts or functions), got {type(tools).__name__}"
+            + (": put the one tool in a list" if isinstance(tools, dict) else "")
+        )
+    return tools if type(tools) is list else list(tools)
+
 
 class CompiledTemplate:
     """A template compiled into its own parser module.
@@ -68,15 +85,19 @@ class CompiledTemplate:
 
     def parser(self, *, prefix: str | None = None, tools: Tools = None) -> ParserBase:
         """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``."""
-        return self.Parser(prefix, tools=tools)
+        return self.Parser(prefix, tools=_tool_list(tools) if tools is not None else None)
 
     def parse(self, text: str | list[str], *, prefix: str | list[str] | None = None, tools: Tools = None):
         """Parse a whole output (a dict), or a list of outputs (a list of dicts)."""
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
+        if tools is not None:
+            tools = _tool_list(tools)
         Parser = self.Parser
         if isinstance(text, str):
             if not isinstance(prefix, str):
+                if not isinstance(prefix, (list, tuple)):
+                    raise TypeError(_PREFIX_TYPE.format(type(prefix).__name__))
                 raise ValueError("prefix must be a str when text is a single str (a list of prefixes goes with a list of texts)")
             return Parser.parse_whole(prefix, text, tools)
         if not isinstance(text, (list, tuple)):
@@ -91,7 +112,7 @@ class CompiledTemplate:
                 )
             prefixes = prefix
         else:
-            raise TypeError(f"prefix must be a str or a list of str, got {type(prefix).__name__}")
+            raise TypeError(_PREFIX_TYPE.format(type(prefix).__name__))
         out = []
         for item, item_prefix in zip(text, prefixes):
             if item_prefix is None:
@@ -109,19 +130,19 @@ _BY_CANONICAL: dict[str, CompiledTemplate] = {}
 _BY_NAME: dict[str, CompiledTemplate] = {}
 # id(template dict) -> (that dict, its snapshot then, its compiled template); holding
 # the dict keeps its id from being reused while the entry exists
-_BY_OBJECT: dict[int, tuple[dict, bytes | str, CompiledTemplate]] = {}
+_BY_OBJECT: dict[int, tuple[dict, bytes, CompiledTemplate]] = {}
 _BY_OBJECT_MAX = 256
 
 
-def _snapshot(template: dict) -> bytes | str:
+def _snapshot(template: dict) -> bytes | None:
     """What the dict holds now, to tell whether it changed since: its marshal bytes (a
     decodable encoding, so equal bytes mean equal content; several times cheaper than
-    repr), or its repr when it holds something marshal does not take (a subclass)."""
+    repr). None when marshal refuses it: it then holds what no template may (a subclass,
+    another type, nesting past marshal's limit), which the checks that follow report."""
     try:
         return marshal.dumps(template)
     except ValueError:
-        return repr(template)
-
+        return None
 
 
 def _build(template: dict, canonical: str) -> CompiledTemplate:
@@ -153,6 +174,15 @@ def compile_template(
     """
     if isinstance(template, CompiledTemplate):
         return template
+    if not isinstance(template, (dict, str, os.PathLike)):
+        hint = ""
+        if isinstance(template, bytes):
+            hint = " (decode the bytes first: json.loads() for a template's JSON text)"
+        raise TemplateArgumentError(
+            "template",
+            "must be a dict (a JSON object), a path to a template JSON file, a bundled template's name "
+            f"(str) or a CompiledTemplate; got {type(template).__name__}{hint}",
+        )
     if isinstance(template, (str, os.PathLike)):
         template = resolve_template(template)
         if isinstance(template, CompiledTemplate):
@@ -251,13 +281,24 @@ class UnknownTemplate(TemplateError, KeyError):
     __str__ = TemplateError.__str__
 
 
+class TemplateArgumentError(TemplateError, TypeError):
+    """What was passed as the template is of no type a template can be (a TypeError, and a
+    TemplateError as before)."""
+
+
 def load(name: str) -> CompiledTemplate:
     """A bundled model template by name (``"qwen3"``, ``"gpt-oss"``, ...), from its generated module.
 
     A template dict equal to a bundled one gets the same module from ``compile_template``.
     """
     if not isinstance(name, str):
-        raise TypeError(f"load() takes a bundled template's name (a str; see respc.bundled_templates()), got {type(name).__name__}")
+        hint = ""
+        if isinstance(name, (dict, os.PathLike)):
+            hint = "; compile a template dict or file with respc.compile_template()"
+        raise TypeError(
+            "load() takes a bundled template's name (a str; see respc.bundled_templates()), "
+            f"got {type(name).__name__}{hint}"
+        )
     ident = _ident(name)
     compiled = _BY_NAME.get(ident)
     if compiled is not None:

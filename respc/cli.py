@@ -1,7 +1,7 @@
 """The ``respc`` command line.
 
     respc compile TEMPLATE [-o FILE] [--no-format] [--strict]  print or write the generated module
-    respc parse TEMPLATE [FILE|-] [--prefix-file F] [--tools-file F] [--stream] [--chunk-size N]
+    respc parse TEMPLATE [FILE|-] (--prefix-file F | --no-prefix) [--tools-file F] [--stream] [--chunk-size N]
     respc build [--check] [--templates DIR] [--out DIR]   regenerate generated/ from templates/
     respc list                                            the bundled templates
     respc lint TEMPLATE                                   what makes the template fragile (exit 1: findings)
@@ -10,8 +10,21 @@
 TEMPLATE is a JSON file (a template, or a tokenizer_config.json holding one) or the name of
 a bundled template (``respc list``; ``-``, ``.`` and ``_`` alike): a string that names an
 existing file, ends in ``.json`` or holds a path separator is a path.
-User errors print one line on stderr and exit with status 2; no traceback. A template's
+
+Exit status: 0 done; 1 for what a command reports (lint findings, diff's changed messages,
+stale modules for build --check); 2 for an error. Every error a user can cause (bad
+arguments, an unreadable or non-UTF-8 file, an invalid template, tools or model output)
+prints one line ``respc: error: WHAT: PROBLEM`` on stderr, never a traceback. A template's
 warnings print as ``respc: warning: PATH: ...`` lines on stderr.
+
+Files and stdin are read as bytes and decoded as strict UTF-8 (the error names the file and
+the byte), with no newline translation: ``\\r\\n`` reaches the parser as the model wrote it.
+
+What parse (and diff) print is always valid JSON: NaN and the infinities, which JSON has no
+numbers for, are written as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``;
+values nest to any depth; non-ASCII text is written as it is, unless stdout's encoding
+cannot write it (a lone surrogate from a ``"\\ud800"`` escape never can), in which case that
+JSON value is written with ``\\uXXXX`` escapes (ensure_ascii), which decode to the same text.
 """
 
 from __future__ import annotations
@@ -20,8 +33,9 @@ import argparse
 import json
 import sys
 from importlib import resources
+from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import COMPILED_RUNTIME
 from ._version import __version__
@@ -34,6 +48,21 @@ class UserError(Exception):
     """A problem with what the user asked for: reported as one line."""
 
 
+def _error(message: object) -> int:
+    """Report an error as the one line ``respc: error: MESSAGE`` on stderr (line breaks in
+    the message, a file name's say, written as ``\\n``); the exit status for errors."""
+    print("respc: error: " + "\\n".join(str(message).splitlines()), file=sys.stderr)
+    return EXIT_USAGE
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, with usage errors reported like every other error (one line, status 2)
+    rather than after the usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.exit(_error(f"{message} (see {self.prog} --help)"))
+
+
 def _template_dict(spec: str) -> dict:
     """The template ``spec`` names (a path or a bundled name), as a dict."""
     from .api import CompiledTemplate, resolve_template
@@ -42,17 +71,138 @@ def _template_dict(spec: str) -> dict:
     return template.template if isinstance(template, CompiledTemplate) else template
 
 
+def _source_name(spec: str | None) -> str:
+    """How errors name the file ``spec`` (``-`` or None: stdin)."""
+    return "<stdin>" if spec is None or spec == "-" else spec
+
+
 def _read_text(spec: str | None, what: str) -> str:
+    """The text of the file ``spec`` (``-`` or None: stdin): its bytes decoded as strict
+    UTF-8, with no newline translation, so a file and the same bytes on stdin read alike."""
     if spec is None or spec == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            data = Path(spec).read_bytes()
+        except OSError as exc:
+            raise UserError(f"{spec}: cannot read the {what} ({exc.strerror or exc})") from None
     try:
-        return Path(spec).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{spec}: cannot read the {what} ({exc.strerror or exc})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{_source_name(spec)}: not valid UTF-8 at byte {exc.start} ({exc.reason}); "
+            f"the {what} must be UTF-8 text"
+        ) from None
 
 
-def _json_default(value: Any) -> Any:
-    return repr(value)
+#: what the type of a value json.loads returns is called in errors
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _read_tools(spec: str) -> list[dict]:
+    """The tools of the tools file ``spec``: a JSON array of tool objects, as a request has."""
+    name = _source_name(spec)
+    try:
+        tools = json.loads(_read_text(spec, "tools file"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise UserError(f"{name}: nested too deeply to read as JSON") from None
+    if not isinstance(tools, list):
+        raise UserError(
+            f'{name}: a tools file holds a JSON array of tools ([{{"type": "function", "function": '
+            f"{{...}}}}, ...]), got {_JSON_TYPES[type(tools)]}"
+        )
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise UserError(f"{name}: tools[{index}]: a tool is a JSON object, got {_JSON_TYPES[type(tool)]}")
+    return tools
+
+
+#: NaN and the infinities (``float.__repr__``), which JSON has no numbers for, are written
+#: as these strings: the names Python's json and JavaScript give them
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+#: with an indent, what nests deeper than this is written on one line: indenting every level
+#: makes the text grow with the square of the depth (gigabytes for 100,000 levels)
+_INDENT_DEPTH = 100
+
+
+def _dumps(value: Any, indent: int | None, ascii: bool) -> str:
+    """``json.dumps(value, indent=indent, ensure_ascii=ascii, default=repr)``, except that
+    NaN and the infinities are written as strings (``_NON_FINITE``) and that values nest to
+    any depth: the walk keeps its own stack instead of recursing (json.dumps stops at the
+    recursion limit, and tool arguments nest about as deep as that), and indents only the
+    first ``_INDENT_DEPTH`` levels, so the text stays proportional to the value.
+    """
+    string = encode_basestring_ascii if ascii else encode_basestring
+    out: list[str] = []
+    # what is left to write, last first: (value, depth) pairs, and text (a separator, a key,
+    # a closing bracket) to copy as it is
+    todo: list[Any] = [(value, 0)]
+    while todo:
+        item = todo.pop()
+        if type(item) is str:
+            out.append(item)
+            continue
+        value, depth = item
+        if isinstance(value, str):
+            out.append(string(value))
+        elif value is None or value is True or value is False:
+            out.append("null" if value is None else "true" if value else "false")
+        elif isinstance(value, int):
+            out.append(int.__repr__(value))
+        elif isinstance(value, float):
+            text = float.__repr__(value)
+            out.append(string(_NON_FINITE[text]) if text in _NON_FINITE else text)
+        elif isinstance(value, (list, tuple, dict)):
+            is_dict = isinstance(value, dict)
+            entries = list(value.items()) if is_dict else value
+            if not entries:
+                out.append("{}" if is_dict else "[]")
+                continue
+            if indent is None or depth >= _INDENT_DEPTH:
+                separator, inner, outer = ", ", "", ""
+            else:
+                separator, inner, outer = ",", "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth)
+            out.append("{" if is_dict else "[")
+            todo.append(outer + ("}" if is_dict else "]"))
+            for index in range(len(entries) - 1, -1, -1):
+                lead = (separator if index else "") + inner
+                if is_dict:
+                    key, child = entries[index]
+                    # parsed messages have str keys only; anything else is shown as its repr
+                    lead += string(key if isinstance(key, str) else repr(key)) + ": "
+                else:
+                    child = entries[index]
+                todo.append((child, depth + 1))
+                todo.append(lead)
+        else:
+            out.append(string(repr(value)))  # not a JSON value: shown as its repr
+    return "".join(out)
+
+
+def _json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON text that stdout can write (see the module docstring).
+
+    Non-ASCII text stays readable where stdout can encode it; where it cannot (a lone
+    surrogate, which no encoding writes, or a non-UTF-8 terminal) the value is written
+    with ``\\uXXXX`` escapes instead, which is the same JSON value, rather than failing or
+    writing bytes that are not valid UTF-8 (stdout's ``surrogateescape`` in a C locale).
+    """
+    text = _dumps(value, indent, ascii=False)
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        return _dumps(value, indent, ascii=True)
+    return text
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -146,8 +296,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if before != after:
             changed += 1
             print(f"changed: {label}")
-            print(f"  before: {json.dumps(before, ensure_ascii=False, default=_json_default)}")
-            print(f"  after:  {json.dumps(after, ensure_ascii=False, default=_json_default)}")
+            print(f"  before: {_json_text(before)}")
+            print(f"  after:  {_json_text(after)}")
     where = ", ".join(str(p) for p in paths) or "no samples (pass --samples DIR)"
     print(
         f"respc diff: generated code {'differs' if changed_code else 'is the same'}; {changed} of "
@@ -157,37 +307,45 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_STALE if changed else 0
 
 
+#: why parse takes --prefix-file or --no-prefix (the API's prefix=, see runtime/base.py PREFIX_REQUIRED)
+PREFIX_REQUIRED = (
+    "parse needs --prefix-file F (the chat prompt that preceded the generation) or --no-prefix: chat "
+    "templates often pre-write part of the assistant message (an opening <think>, a prefill) that the "
+    "parser must see; pass --no-prefix when the output holds the complete message"
+)
+
+
 def cmd_parse(args: argparse.Namespace) -> int:
     from .api import compile_template
+    from .runtime.tools import ToolSchemaError
 
+    if args.prefix_file is None and not args.no_prefix:
+        raise UserError(PREFIX_REQUIRED)
     compiled = compile_template(args.template)  # a path or a bundled name
     text = _read_text(args.input, "model output")
-    prefix = _read_text(args.prefix_file, "prefix") if args.prefix_file else ""
-    tools = None
-    if args.tools_file:
-        try:
-            tools = json.loads(_read_text(args.tools_file, "tools file"))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{args.tools_file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not args.stream:
-        message = compiled.parse(text, prefix=prefix, tools=tools)
-        print(json.dumps(message, ensure_ascii=False, indent=2, default=_json_default))
-        return 0
-    if args.chunk_size < 1:
-        raise UserError("--chunk-size must be at least 1")
-    parser = compiled.parser(prefix=prefix, tools=tools)
+    prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix")
+    tools = _read_tools(args.tools_file) if args.tools_file is not None else None
+    try:
+        if not args.stream:
+            print(_json_text(compiled.parse(text, prefix=prefix, tools=tools), indent=2))
+            return 0
+        if args.chunk_size < 1:
+            raise UserError("--chunk-size must be at least 1")
+        parser = compiled.parser(prefix=prefix, tools=tools)
 
-    def emit(events: list[dict]) -> None:
-        for event in events:
-            print(json.dumps(event, ensure_ascii=False, default=_json_default))
+        def emit(events: list[dict]) -> None:
+            for event in events:
+                print(_json_text(event))
 
-    emit(parser.initial_events)
-    step = args.chunk_size
-    for start in range(0, len(text), step):
-        emit(parser.feed(text[start : start + step]))
-    message, final_events = parser.finalize()
-    emit(final_events)
-    print(json.dumps({"type": "message", "message": message}, ensure_ascii=False, default=_json_default))
+        emit(parser.initial_events)
+        step = args.chunk_size
+        for start in range(0, len(text), step):
+            emit(parser.feed(text[start : start + step]))
+        message, final_events = parser.finalize()
+        emit(final_events)
+        print(_json_text({"type": "message", "message": message}))
+    except ToolSchemaError as exc:  # a tool's schema the arguments cannot be typed by
+        raise UserError(f"{_source_name(args.tools_file)}: {exc}") from None
     return 0
 
 
@@ -267,7 +425,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="respc", description="The response-template compiler.")
+    parser = _ArgumentParser(prog="respc", description="The response-template compiler.")
     runtime = "compiled" if COMPILED_RUNTIME else "pure-Python"
     parser.add_argument("--version", action="version", version=f"respc {__version__} ({runtime} runtime)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -294,10 +452,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_diff)
 
-    p = sub.add_parser("parse", help="parse model output with a template; print the message as JSON")
+    p = sub.add_parser(
+        "parse",
+        help="parse model output with a template; print the message as JSON",
+        description=(
+            "Parse model output with a template and print the message as JSON (with --stream: the events "
+            "as JSON lines, then the message). The output is always valid JSON: NaN and the infinities "
+            'are written as the strings "NaN", "Infinity" and "-Infinity", and characters stdout cannot '
+            "encode (a lone surrogate) as \\uXXXX escapes. Files and stdin are read as UTF-8, as they are."
+        ),
+    )
     p.add_argument("template", help="template JSON file or bundled template name")
     p.add_argument("input", nargs="?", default="-", help="file with the model output ('-' or omitted: stdin)")
-    p.add_argument("--prefix-file", help="file with the chat prompt before the generation (default: none)")
+    prefix = p.add_mutually_exclusive_group()
+    prefix.add_argument(
+        "--prefix-file", metavar="F",
+        help="file with the chat prompt before the generation ('-': stdin); this or --no-prefix is required",
+    )
+    prefix.add_argument(
+        "--no-prefix", action="store_true", help="no prompt: the output holds the complete message (prefix \"\")"
+    )
     p.add_argument("--tools-file", help="JSON file with the request's tools, to type tool-call arguments")
     p.add_argument("--stream", action="store_true", help="print the events as JSON lines, then the message")
     p.add_argument("--chunk-size", type=int, default=4, help="characters per feed with --stream (default 4)")
@@ -330,19 +504,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (UserError, TemplateError) as exc:
-        print(f"respc: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(exc)
     except (ValueError, KeyError, RuntimeError) as exc:
         # a parse failure on the given output (invalid JSON in a tool call, ...)
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"respc: error: {type(exc).__name__}: {message}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(f"{type(exc).__name__}: {message}")
     except BrokenPipeError:
         return 0
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"respc: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(f"{where}{exc.strerror or exc}")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,71 @@
 """Loading generated modules: from source (registered with ``linecache`` so
-tracebacks show the generated lines), from the on-disk cache, or bundled."""
+tracebacks show the generated lines), from the on-disk cache, or bundled.
+
+The disk cache executes what it reads, so it reads only what respc wrote: from a folder
+that is the user's alone, files that are plain files stamped with a secret key kept in that
+folder. docs/cache.md gives the threat model and the rules that the helpers below enforce."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
+import hmac
 import importlib
 import linecache
 import os
+import secrets
+import stat
 import sys
 import tempfile
 import types
+import warnings
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["module_from_source", "cache_dir", "read_cached", "write_cached", "import_bundled"]
+__all__ = [
+    "CacheWarning",
+    "module_from_source",
+    "cache_dir",
+    "read_cached",
+    "write_cached",
+    "import_bundled",
+]
 
 #: Environment variable that overrides where compiled templates are cached on disk
 #: (set it to an empty string to disable the disk cache).
 CACHE_ENV = "RESPC_CACHE_DIR"
-_STAMP = "# respc-cache sha256="
+#: The largest cache file read (stamp line included); a module that would be larger is
+#: compiled each time, never cached. Generated modules are small (the largest bundled one,
+#: gpt-oss, is about 17 KB as cached), so this leaves a margin of several hundred times.
+MAX_CACHED_BYTES = 8 * 1024 * 1024
+_STAMP = b"# respc-cache hmac-sha256="
+_KEY_NAME = "key"
+_KEY_SIZE = 32
+# Owners and modes are checked where they mean something; on Windows the folder is used as
+# it is and cache files are opened as plain files (docs/cache.md).
+_POSIX = os.name == "posix"
+# How cache files and the key are opened: never through a symbolic link, without blocking
+# on a FIFO (the open returns at once and fstat then rejects it), binary on Windows, and not
+# inherited by child processes. The flags a platform lacks are left out.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+# Cache folders already warned about in this process
+_WARNED: set[str] = set()
+
+
+class CacheWarning(RuntimeWarning):
+    """The disk cache folder is not safe to use, so respc compiles in memory instead."""
+
+
+class _Unsafe(OSError):
+    """Something at a cache path that respc will not read: a link, a FIFO, a device, a
+    folder, another user's file, or more bytes than a cache file can hold."""
 
 
 def module_from_source(source: str, template_hash: str) -> types.ModuleType:
@@ -68,43 +114,180 @@ def _cache_path(folder: Path, template_hash: str) -> Path:
     return folder / f"{template_hash.split(':', 1)[-1]}-{compiler_fingerprint()}.py"
 
 
-def read_cached(template_hash: str) -> str | None:
-    """The cached source for ``template_hash``, or None when absent or not intact.
-
-    A file is used only when its stamp matches the SHA-256 of its content and the
-    content says it was generated for this very hash; anything else is ignored
-    (and later overwritten), never executed.
-    """
+def _usable_folder(create: bool) -> Path | None:
+    """The cache folder when it is safe to use; None when the cache is disabled, the folder
+    is absent (``create`` makes it, mode 0o700) or it is unsafe (warned once)."""
     folder = cache_dir()
     if folder is None:
         return None
+    if create:
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            pass  # whatever is in the way is looked at below
     try:
-        data = _cache_path(folder, template_hash).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        info = os.lstat(folder)
+    except OSError:
+        return None  # nothing cached yet, or a folder that cannot be made: compile in memory
+    problem = _folder_problem(folder, info)
+    if problem is not None:
+        _warn_unusable(folder, folder, *problem)
         return None
-    stamp, _, source = data.partition("\n")
-    if not stamp.startswith(_STAMP):
+    return folder
+
+
+def _folder_problem(folder: Path, info: os.stat_result) -> tuple[str, str] | None:
+    """Why the cache folder is unsafe and how to fix that, or None when it is the user's
+    alone: a real folder (not a link to one), theirs, and writable by nobody else."""
+    if not _POSIX:
         return None
-    if stamp[len(_STAMP) :] != hashlib.sha256(source.encode("utf-8")).hexdigest():
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link", f"set {CACHE_ENV} to the folder it points to, if that folder is yours"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder", "remove it"
+    uid = os.geteuid()
+    if info.st_uid != uid:
+        return f"is owned by uid {info.st_uid}, not by you (uid {uid})", f"`chown {uid} {folder}` if it is yours"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"can be written by other users (mode {stat.filemode(info.st_mode)})", f"`chmod go-w {folder}`"
+    return None
+
+
+def _warn_unusable(folder: Path, path: Path, problem: str, fix: str) -> None:
+    """Warn, once per cache folder in a process, that the folder goes unused and why."""
+    if str(folder) in _WARNED:
+        return
+    _WARNED.add(str(folder))
+    warnings.warn(
+        f"{path}: {problem}, so respc does not use the cache folder {folder} and compiles "
+        f"templates in memory; fix: {fix}, or set {CACHE_ENV} to a folder of your own "
+        f"({CACHE_ENV}= turns the disk cache off)",
+        CacheWarning,
+        stacklevel=4,
+    )
+
+
+def _read_private(path: Path, limit: int, *, secret: bool = False) -> bytes:
+    """The bytes of the regular file at ``path`` if it is the user's own and at most
+    ``limit`` bytes long (and, when ``secret``, readable by nobody else).
+
+    Raises FileNotFoundError when nothing is there, _Unsafe when something else is, and
+    OSError when it cannot be read. Never follows a link, never blocks on a FIFO, and never
+    reads more than ``limit + 1`` bytes.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link (EMLINK: FreeBSD)
+            raise _Unsafe("is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Unsafe("is not a regular file")
+        if _POSIX and info.st_uid != os.geteuid():
+            raise _Unsafe(f"is owned by uid {info.st_uid}, not by you")
+        if _POSIX and secret and info.st_mode & 0o077:
+            raise _Unsafe(f"can be used by other users (mode {stat.filemode(info.st_mode)})")
+        if info.st_size > limit:
+            raise _Unsafe(f"holds {info.st_size} bytes, more than {limit}")
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # it grew after fstat
+        raise _Unsafe(f"holds more than {limit} bytes")
+    return data
+
+
+def _key(folder: Path, create: bool) -> bytes | None:
+    """The folder's secret key, which stamps every cache file in it (made when ``create``
+    and absent); None when there is none, or when it is unsafe (warned: the folder goes unused)."""
+    path = folder / _KEY_NAME
+    if create and not os.path.lexists(path):
+        _make_key(path)
+    try:
+        key = _read_private(path, _KEY_SIZE, secret=True)
+    except _Unsafe as exc:
+        problem = str(exc)
+    except OSError:
         return None
+    else:
+        if len(key) == _KEY_SIZE:
+            return key
+        problem = f"is not a {_KEY_SIZE}-byte key"
+    fix = f"delete {path} (respc makes a new key and recompiles what the folder holds)"
+    _warn_unusable(folder, path, problem, fix)
+    return None
+
+
+def _make_key(path: Path) -> None:
+    """Put a new random key at ``path`` unless another process already did. The key is
+    written to a private temp file (O_EXCL, mode 0o600) and hard-linked into place, so it
+    appears whole or not at all: a process racing this one never reads half a key."""
+    fd, tmp = tempfile.mkstemp(prefix=".key-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(_KEY_SIZE))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made the key first: theirs is the one
+    finally:
+        os.unlink(tmp)
+
+
+def _stamp(key: bytes, name: str, body: bytes) -> bytes:
+    """A cache file's first line: the HMAC-SHA256, under the folder's key, of the file's
+    name (template hash + compiler fingerprint) and of the module source that follows."""
+    digest = hmac.new(key, name.encode() + b"\n" + body, hashlib.sha256).hexdigest()
+    return _STAMP + digest.encode()
+
+
+def read_cached(template_hash: str) -> str | None:
+    """The cached source for ``template_hash``, or None when there is none respc can trust.
+
+    A file is used only from a safe folder, when it is a regular file of the user's own of
+    at most MAX_CACHED_BYTES, its stamp is the HMAC of its name and content under the
+    folder's key, and the content says it was generated for this very hash. Anything else
+    is a miss (overwritten by the next write), never executed.
+    """
+    folder = _usable_folder(create=False)
+    key = None if folder is None else _key(folder, create=False)
+    if key is None:
+        return None
+    path = _cache_path(folder, template_hash)
+    try:
+        data = _read_private(path, MAX_CACHED_BYTES)
+    except OSError:
+        return None
+    stamp, _, body = data.partition(b"\n")
+    if not hmac.compare_digest(stamp, _stamp(key, path.name, body)):
+        return None
+    source = body.decode("utf-8")  # written by write_cached from a str
     if f"# Template hash: {template_hash}\n" not in source[:400]:
         return None
     return source
 
 
 def write_cached(template_hash: str, source: str) -> None:
-    """Store ``source`` atomically (temp file + rename); failures only cost a recompile."""
-    folder = cache_dir()
+    """Store ``source`` stamped with the folder's key, atomically: a private temp file
+    (O_EXCL, mode 0o600) renamed over the cache path, which replaces whatever was there (a
+    stale or tampered file, a link, a FIFO). Failures only cost a recompile."""
+    folder = _usable_folder(create=True)
     if folder is None:
         return
-    data = f"{_STAMP}{hashlib.sha256(source.encode('utf-8')).hexdigest()}\n{source}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        key = _key(folder, create=True)
+        if key is None:
+            return
+        path = _cache_path(folder, template_hash)
+        body = source.encode("utf-8")
+        data = _stamp(key, path.name, body) + b"\n" + body
+        if len(data) > MAX_CACHED_BYTES:
+            return  # it would never be read back
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".py", dir=folder)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            os.replace(tmp, _cache_path(folder, template_hash))
+            os.replace(tmp, path)
         except BaseException:
             try:
                 os.unlink(tmp)

@@ -21,7 +21,15 @@ from typing import Any
 
 from .decode import loads as _loads
 
-__all__ = ["ToolTypes", "tool_types", "coerce_value"]
+__all__ = ["ToolSchemaError", "ToolTypes", "tool_types", "coerce_value"]
+
+
+class ToolSchemaError(TypeError):
+    """A tool's parameter schema that cannot be read (``"anyOf": 5``), named by its place.
+
+    A TypeError, as the reference raises there. Schemas are read when an argument is cast
+    (see ``tool_types``), so this is raised by parsing, and only for a tool that is called.
+    """
 
 
 #: Tool name -> its parameters' JSON schemas (``properties``), as ``tool_types`` reads them
@@ -70,6 +78,25 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     if schema.get("nullable") and "null" not in found:
         found.append("null")
     return tuple(found)
+
+
+def _union_problem(schema: Any, where: str) -> str | None:
+    """Why ``schema_types`` raised TypeError on ``schema`` (at ``where``): the first union
+    (``anyOf``/``oneOf``) in it that cannot be iterated, or None if there is none. Only
+    called once it has raised, so the casts never pay for naming the place."""
+    if not isinstance(schema, dict):
+        return None
+    for union in ("anyOf", "oneOf"):
+        choices = schema.get(union) or ()
+        try:
+            choices = list(choices)  # what schema_types iterates (a str or a dict too)
+        except TypeError:
+            return f"{where}.{union}: must be a list of schemas, got {type(choices).__name__}"
+        for index, choice in enumerate(choices):
+            problem = _union_problem(choice, f"{where}.{union}[{index}]")
+            if problem is not None:
+                return problem
+    return None
 
 
 def _hint_schema(hint: Any, where: str) -> dict:
@@ -223,22 +250,30 @@ def coerce_value(value: Any, table: ToolTypes) -> Any:
     # read as a plain dict (a copy of a dict subclass: the same keys and schemas), which the
     # compiled runtime looks up directly (runtime/tools.pxd)
     properties = found if type(found) is dict else dict(found)
-    for key, argument in arguments.items():
-        if isinstance(argument, str):
-            schema = properties.get(key)
-            if type(schema) is dict:
-                plain = schema  # typed dict when compiled (tools.pxd)
-                declared = plain.get("type")
-                if type(declared) is str and not _adds_types(plain):
-                    if declared in _CASTABLE:
-                        arguments[key] = _cast(argument, (declared,))
-                    continue
-            kinds = schema_types(schema)
-            if not _CASTABLE.isdisjoint(kinds):
-                arguments[key] = _cast(argument, kinds)
-        elif isinstance(argument, list):
-            kinds = schema_types(properties.get(key))
-            if not _CASTABLE.isdisjoint(kinds) and "array" not in kinds:
-                # repeated keys collected by xml-inline's merge_duplicates
-                arguments[key] = [_cast(item, kinds) if isinstance(item, str) else item for item in argument]
+    try:
+        for key, argument in arguments.items():
+            if isinstance(argument, str):
+                schema = properties.get(key)
+                if type(schema) is dict:
+                    plain = schema  # typed dict when compiled (tools.pxd)
+                    declared = plain.get("type")
+                    if type(declared) is str and not _adds_types(plain):
+                        if declared in _CASTABLE:
+                            arguments[key] = _cast(argument, (declared,))
+                        continue
+                kinds = schema_types(schema)
+                if not _CASTABLE.isdisjoint(kinds):
+                    arguments[key] = _cast(argument, kinds)
+            elif isinstance(argument, list):
+                kinds = schema_types(properties.get(key))
+                if not _CASTABLE.isdisjoint(kinds) and "array" not in kinds:
+                    # repeated keys collected by xml-inline's merge_duplicates
+                    arguments[key] = [_cast(item, kinds) if isinstance(item, str) else item for item in argument]
+    except TypeError:
+        # a union in the argument's schema that is not a list ("anyOf": 5) fails here as in
+        # the reference (a TypeError), with the tool and the place named
+        problem = _union_problem(properties.get(key), f"tools: {name}: parameters.properties.{key}")
+        if problem is None:
+            raise
+        raise ToolSchemaError(problem) from None
     return value

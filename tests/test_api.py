@@ -172,7 +172,7 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path, monkeypatch):
     monkeypatch.setenv(loader.CACHE_ENV, str(tmp_path))
     first = _fresh_compile(CACHED)
     files = list(tmp_path.glob("*.py"))
-    assert len(files) == 1 and files[0].read_text().startswith("# respc-cache sha256=")
+    assert len(files) == 1 and files[0].read_text().startswith("# respc-cache hmac-sha256=")
     # the cache holds the module as it runs (unformatted: black only shapes what is shown)
     raw = compile_source(CACHED, format=False)[1]
     assert loader.read_cached(first.hash) == raw

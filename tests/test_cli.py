@@ -3,24 +3,57 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "qwen3_output.txt"
 PREFIX = ROOT / "examples" / "qwen3_prefix.txt"
 
 
-def respc(*args, stdin=None, cwd=None):
-    return subprocess.run(
+def respc(*args, stdin=None, cwd=None, env=None):
+    """Run ``python -m respc ARGS``. ``stdin`` is a str (sent as UTF-8) or bytes; stdout and
+    stderr come back as str decoded as strict UTF-8, so output that is not UTF-8 fails."""
+    done = subprocess.run(
         [sys.executable, "-m", "respc", *map(str, args)],
-        input=stdin,
+        input=stdin.encode("utf-8") if isinstance(stdin, str) else stdin,
         capture_output=True,
-        text=True,
         cwd=cwd,
+        env=env,
         timeout=300,
     )
+    done.stdout = done.stdout.decode("utf-8")
+    done.stderr = done.stderr.decode("utf-8")
+    return done
+
+
+def assert_one_line_error(done, *parts):
+    """``done`` failed with status 2 and one ``respc: error:`` line holding every part."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("respc: error: ")
+    for part in parts:
+        assert part in done.stderr
+
+
+def strict_json(text):
+    """``text`` decoded as strict JSON (the bare NaN and Infinity Python's json takes fail)."""
+
+    def reject(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def qwen3_call(*arguments_json: str) -> str:
+    """A Qwen3 reply that calls ``f`` once per arguments object, written as given."""
+    calls = (f'<tool_call>\n{{"name": "f", "arguments": {arguments}}}\n</tool_call>' for arguments in arguments_json)
+    return "\n".join(calls) + "<|im_end|>"
 
 
 def test_parse_bundled_example_matches_the_api():
@@ -38,10 +71,10 @@ def test_parse_bundled_example_matches_the_api():
 
 def test_parse_by_name_from_stdin_and_stream():
     text = "<think>hmm</think>Hi<|im_end|>"
-    done = respc("parse", "qwen3", "-", stdin=text)
+    done = respc("parse", "qwen3", "-", "--no-prefix", stdin=text)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"role": "assistant", "reasoning_content": "hmm", "content": "Hi"}
-    done = respc("parse", "qwen3", "--stream", "--chunk-size", "3", stdin=text)
+    done = respc("parse", "qwen3", "--no-prefix", "--stream", "--chunk-size", "3", stdin=text)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[0] == {"type": "region_open", "field": "reasoning_content"}
     assert lines[-1] == {"type": "message", "message": {"role": "assistant", "reasoning_content": "hmm", "content": "Hi"}}
@@ -63,27 +96,141 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
     cases = [
         ("compile", bad),
         ("compile", tmp_path / "missing.json"),
-        ("parse", "no-such-model", "x"),
-        ("parse", "qwen3", tmp_path / "missing.txt"),
+        ("parse", "no-such-model", "x", "--no-prefix"),
+        ("parse", "qwen3", tmp_path / "missing.txt", "--no-prefix"),
+        ("parse", "qwen3", tmp_path / "line\nbreak.txt", "--no-prefix"),  # a line break in a file name
         ("compile", ROOT / "templates" / "qwen3.json", "-o", tmp_path / "no" / "dir" / "x.py"),
+        # usage errors too: argparse's own print the usage text first
+        (),
+        ("parse",),
+        ("parse", "qwen3", "--no-prefix", "--chunk-size", "x"),
     ]
     for args in cases:
-        done = respc(*args)
-        assert done.returncode == 2, (args, done.stderr)
-        assert "Traceback" not in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert done.stderr.startswith("respc: error:")
+        assert_one_line_error(respc(*args))
     done = respc("compile", bad)
     assert "fields.a.open_pattern: invalid regex" in done.stderr
+    assert_one_line_error(respc("parse"), "required: template", "respc parse --help")
+
+
+def test_parse_takes_a_prefix_file_or_no_prefix(tmp_path):
+    output = tmp_path / "output.txt"
+    output.write_text("The answer is 4.</think>4<|im_end|>", encoding="utf-8")  # the prompt opened <think>
+    done = respc("parse", "qwen3", output)
+    assert_one_line_error(done, "--prefix-file", "--no-prefix", "<think>")
+    assert done.stdout == ""
+    assert_one_line_error(respc("parse", "qwen3", output, "--no-prefix", "--prefix-file", PREFIX), "not allowed with")
+    done = respc("parse", "qwen3", output, "--prefix-file", "-", stdin="<|im_start|>assistant\n<think>\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"role": "assistant", "reasoning_content": "The answer is 4.", "content": "4"}
+    done = respc("parse", "qwen3", output, "--no-prefix")
+    assert json.loads(done.stdout) == {"role": "assistant", "content": "The answer is 4.</think>4"}
+
+
+@pytest.mark.parametrize(
+    "tools, expected",
+    [
+        ("42", "a tools file holds a JSON array of tools"),
+        ('{"type": "function", "function": {"name": "f"}}', "got an object"),
+        ("[42]", "tools[0]: a tool is a JSON object, got a number"),
+        ("[", "not valid JSON"),
+        ("[" * 100_000, "nested too deeply"),
+        (
+            '[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", '
+            '"properties": {"x": {"anyOf": 5}}}}}]',
+            "tools: f: parameters.properties.x.anyOf: must be a list of schemas, got int",
+        ),
+        (
+            '[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", '
+            '"properties": {"x": {"anyOf": [{"type": "null"}, {"oneOf": true}]}}}}}]',
+            "parameters.properties.x.anyOf[1].oneOf: must be a list of schemas, got bool",
+        ),
+    ],
+)
+def test_tools_file_problems_are_one_line_errors(tmp_path, tools, expected):
+    path = tmp_path / "tools.json"
+    path.write_text(tools, encoding="utf-8")
+    for stream in ([], ["--stream"]):
+        done = respc("parse", "qwen3", "--no-prefix", "--tools-file", path, *stream, stdin=qwen3_call('{"x": "7"}'))
+        assert_one_line_error(done, f"{path}: ", expected)
+
+
+def test_files_and_stdin_are_strict_utf8_named_in_the_error(tmp_path):
+    bad = tmp_path / "prompt.txt"
+    bad.write_bytes(b"<think>caf\xc3\xa9 \xff</think>")
+    assert_one_line_error(
+        respc("parse", "qwen3", bad, "--no-prefix"), f"{bad}: not valid UTF-8 at byte 13", "model output"
+    )
+    assert_one_line_error(
+        respc("parse", "qwen3", "--prefix-file", bad, stdin="Hi"), f"{bad}: not valid UTF-8 at byte 13", "prefix"
+    )
+    done = respc("parse", "qwen3", "--no-prefix", stdin=bad.read_bytes())
+    assert_one_line_error(done, "<stdin>: not valid UTF-8 at byte 13")
+    assert done.stdout == ""
+
+
+def test_a_file_and_stdin_read_the_same_bytes_alike(tmp_path):
+    output = b"<think>one\r\ntwo\rthree</think>\r\nDone.\r\n<|im_end|>"
+    path = tmp_path / "output.txt"
+    path.write_bytes(output)
+    from_file = respc("parse", "qwen3", path, "--no-prefix")
+    from_stdin = respc("parse", "qwen3", "--no-prefix", stdin=output)
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout == from_stdin.stdout
+    assert json.loads(from_file.stdout)["reasoning_content"] == "one\r\ntwo\rthree"  # as the model wrote it
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]])
+def test_lone_surrogates_nan_and_infinities_are_printed_as_valid_json(stream):
+    text = qwen3_call('{"lone": "\\ud800", "nan": NaN, "inf": Infinity, "ninf": -Infinity, "word": "café"}')
+    done = respc("parse", "qwen3", "--no-prefix", *stream, stdin=text)
+    assert done.returncode == 0, done.stderr
+    message = strict_json(done.stdout.splitlines()[-1])["message"] if stream else strict_json(done.stdout)
+    arguments = message["tool_calls"][0]["function"]["arguments"]
+    assert arguments == {"lone": "\ud800", "nan": "NaN", "inf": "Infinity", "ninf": "-Infinity", "word": "café"}
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]])
+def test_arguments_nested_1000_deep_are_printed(stream):
+    import orjson  # a dependency; strict JSON, and it decodes 1024 levels where json stops sooner
+
+    depth = 1000
+    done = respc("parse", "qwen3", "--no-prefix", *stream, stdin=qwen3_call(f'{{"deep": {"[" * depth}{"]" * depth}}}'))
+    assert done.returncode == 0, done.stderr
+    lines = [orjson.loads(line) for line in done.stdout.splitlines()] if stream else [orjson.loads(done.stdout)]
+    message = lines[-1]["message"] if stream else lines[-1]
+    deep, levels = message["tool_calls"][0]["function"]["arguments"]["deep"], 1
+    while deep:
+        deep, levels = deep[0], levels + 1
+    assert levels == depth
+
+
+def test_non_ascii_output_is_readable_unless_stdout_cannot_encode_it():
+    text = qwen3_call('{"word": "café"}')
+    assert '"café"' in respc("parse", "qwen3", "--no-prefix", stdin=text).stdout
+    done = respc("parse", "qwen3", "--no-prefix", stdin=text, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert '"caf\\u00e9"' in done.stdout
+    assert strict_json(done.stdout)["tool_calls"][0]["function"]["arguments"] == {"word": "café"}
+
+
+def test_output_nested_past_the_parsers_limits_is_no_crash():
+    depth = 100_000
+    text = qwen3_call(f'{{"deep": {"[" * depth}{"]" * depth}}}')
+    for stream in ([], ["--stream"]):
+        done = respc("parse", "qwen3", "--no-prefix", *stream, stdin=text)
+        if done.returncode:  # the parser may refuse it (json's recursion limit): one line
+            assert_one_line_error(done)
+        else:
+            strict_json(done.stdout.splitlines()[-1] if stream else done.stdout)
 
 
 def test_parse_failure_on_bad_output_is_reported(tmp_path):
     template = {"start_anchor": "S", "fields": {"n": {"open": "<n>", "close": "</n>", "content": "int"}}}
     path = tmp_path / "int_template.json"
     path.write_text(json.dumps(template))
-    done = respc("parse", path, "-", stdin="<n>abc</n>")
-    assert done.returncode == 2 and "ValueError" in done.stderr and "Traceback" not in done.stderr
-    assert respc("parse", path, "-", stdin="<n> 42 </n>").stdout.strip() == '{\n  "n": 42\n}'
+    done = respc("parse", path, "-", "--no-prefix", stdin="<n>abc</n>")
+    assert_one_line_error(done, "ValueError")
+    assert respc("parse", path, "-", "--no-prefix", stdin="<n> 42 </n>").stdout.strip() == '{\n  "n": 42\n}'
 
 
 def test_build_check_reports_fresh_and_stale(tmp_path):
