@@ -7,10 +7,12 @@ JSON scalars, rebuilt containers) and comments through :func:`comment_text`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +21,7 @@ import jinja2
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
 from .regexinfo import lazy_group_split, regex_only, word_key_head
 from .validate import PLACEHOLDER
+from ..runtime.scan import REGEX_WS as _REGEX_WS
 
 __all__ = ["literal", "render_module", "format_source"]
 
@@ -167,15 +170,15 @@ def _finisher(f: Field, ident: str) -> dict:
     if not f.has_transform:
         return {"name": name, "preamble": preamble, "comment": described, "body": [f"return {parsed}"]}
     if f.transform_each:
-        body = [
-            f"value = {parsed}",
-            f"# {comment_text(f.path)}.transform, applied to each item (transform_each)",
-            "out = []",
-            f"for item in _tf.each(value, {literal(f.name)}):",
-            f"    item = _tf.item(item, {literal(f.name)})",
-            f"    out.append({transform_expr(f.transform, True)})",
-            "return out",
-        ]
+        w = Writer()
+        w.line(f"value = {parsed}")
+        w.line(f"# {comment_text(f.path)}.transform, applied to each item (transform_each)")
+        w.line("out = []")
+        with w.block(f"for item in _tf.each(value, {literal(f.name)}):"):
+            w.line(f"item = _tf.item(item, {literal(f.name)})")
+            w.line(f"out.append({transform_expr(f.transform, True)})")
+        w.line("return out")
+        body = w.lines
     else:
         body = [
             f"value = {parsed}",
@@ -186,6 +189,28 @@ def _finisher(f: Field, ident: str) -> dict:
 
 
 # --- scanning -----------------------------------------------------------------
+class Writer:
+    """Lines of Python source, indented by the blocks they are written in."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._indent = ""
+
+    def line(self, text: str) -> None:
+        self.lines.append(self._indent + text)
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        """``header`` (an ``if``/``while``/``else:`` line), then what the ``with`` body writes, one level in."""
+        self.line(header)
+        outer = self._indent
+        self._indent = outer + "    "
+        try:
+            yield
+        finally:
+            self._indent = outer
+
+
 def _describe(d: Delimiter) -> str:
     if d.is_literal:
         shown = ", ".join(comment_text(s) for s in d.literals)
@@ -195,48 +220,60 @@ def _describe(d: Delimiter) -> str:
     return f"{comment_text(d.path)}: {d.kind.replace('_', '-')} {comment_text(d.pattern or '')}"
 
 
+def _role(w: Watch) -> str:
+    """``open NAME`` / ``close NAME``: what the watch's delimiter does, for comments."""
+    return f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}"
+
+
 def _rx(name: str, method: str, args: str) -> str:
     """A call of a compiled regex's ``match``/``search``: partial while streaming, plain at end
     of stream (the ``partial=`` keyword costs the regex module ~0.5 µs a call)."""
     return f"{name}.{method}({args}) if eos else {name}.{method}({args}, partial=True)"
 
 
-class _ScanWriter:
+def _tail_from(longest: int) -> str:
+    """Where a tail of the buffer that may grow into a literal of ``longest`` characters can start."""
+    return f"n - {longest - 1} if n - {longest - 1} > pos else pos"
+
+
+class _ScanWriter(Writer):
     """Writes the body of one state's scan method, watch by watch."""
 
     def __init__(self, regex_names: dict, memo_slots: dict[str, int], beginnings: dict):
-        self.lines: list[str] = []
+        super().__init__()
         self.regex_names = regex_names
         self.beginnings = beginnings  # literals -> name of the module's set of their beginnings
         self.memo_slots = memo_slots
         self.first = True
         self.single = False  # the state watches one delimiter: commit it directly
 
-    def emit(self, line: str, level: int = 0) -> None:
-        self.lines.append("    " * level + line)
-
-    def candidate(self, start: str, end: str, action: int, match: str, level: int, length: str = "") -> None:
+    def candidate(self, start: str, end: str, action: int, match: str, length: str = "") -> None:
         entry = f"({start}, {end}, {action}, {match})"
         if self.single:
-            self.emit(f"if {start} < hold:", level)
-            self.emit(f"return {entry}", level + 1)
+            with self.block(f"if {start} < hold:"):
+                self.line(f"return {entry}")
         elif self.first:
-            self.emit(f"best = {entry}", level)
-            self.emit(f"lim = {start}", level)
+            self.line(f"best = {entry}")
+            self.line(f"lim = {start}")
         else:
             longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
-            self.emit(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):", level)
-            self.emit(f"best = {entry}", level + 1)
-            self.emit(f"lim = {start}", level + 1)
+            with self.block(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):"):
+                self.line(f"best = {entry}")
+                self.line(f"lim = {start}")
+
+    def hold_at(self, start: str) -> None:
+        """Hold the text from ``start`` on, if that is before what is held already."""
+        with self.block(f"if {start} < hold:"):
+            self.line(f"hold = {start}")
 
     def tail_in(self, lits: tuple[str, ...], lo: str) -> str:
-        """``_base.tail_in`` over the proper beginnings of ``lits`` (a module-level set)."""
+        """``_scan.tail_in`` over the proper beginnings of ``lits`` (a module-level set)."""
         key = tuple(sorted(set(lits)))
         name = self.beginnings.get(key)
         if name is None:
             name = self.beginnings[key] = f"_BEGINNINGS_{len(self.beginnings)}"
         firsts = "".join(sorted({lit[0] for lit in lits}))
-        return f"_base.tail_in(buf, {lo}, {literal(firsts)}, {name})"
+        return f"_scan.tail_in(buf, {lo}, {literal(firsts)}, {name})"
 
     def find(self, lit: str, top: str = "lim") -> str:
         """``buf.find(lit, pos)``; past the first watch, only up to where an occurrence could
@@ -245,23 +282,125 @@ class _ScanWriter:
             return f"buf.find({literal(lit)}, pos)"
         return f"buf.find({literal(lit)}, pos, {top} + {len(lit)})"
 
-    def _find_first(self, firsts: list[str], start: str, level: int, upto: str = "") -> None:
-        """``i`` = the first position >= ``start`` (and <= ``upto``, if given) holding one of
-        ``firsts`` (-1: none)."""
-        if len(firsts) > 1 and start != "pos":
-            self.emit(f"k = {start}", level)
-            start = "k"
+    def watch(self, w: Watch, free: bool) -> None:
+        """The scan for one watched delimiter: a candidate, or text held for it."""
+        self.line(f"# {_role(w)} -- {_describe(w.delim)}")
+        if w.delim.kind == "literal":
+            self._watch_literal(w)
+        elif w.delim.kind == "literal_set":
+            self._watch_literal_set(w)
+        else:
+            self._watch_regex(w, free)
+        self.first = False
 
-        def find(c: str) -> str:
-            return f"buf.find({literal(c)}, {start}, {upto} + {len(c)})" if upto else f"buf.find({literal(c)}, {start})"
+    def _watch_literal(self, w: Watch) -> None:
+        lit = w.delim.literals[0]
+        self.line(f"i = {self.find(lit)}")
+        with self.block("if i >= 0:"):
+            self.candidate("i", f"i + {len(lit)}", w.action, "None", str(len(lit)))
+        if len(lit) > 1:  # a one-character literal has no partial form
+            with self.block("elif not eos:"):
+                self.line(f"# held: a tail of the buffer that may grow into {comment_text(lit)}")
+                self.line(f"i = buf.find({literal(lit[0])}, {_tail_from(len(lit))})")
+                with self.block("if i >= 0:"):
+                    self.line(f"i = _scan.partial_start(buf, i, {literal(lit)})")
+                    self.hold_at("i")
 
-        self.emit(f"i = {find(firsts[0])}", level)
-        for c in firsts[1:]:
-            self.emit(f"j = {find(c)}", level)
-            self.emit("if j >= 0 and (i < 0 or j < i):", level)
-            self.emit("i = j", level + 1)
+    def _watch_literal_set(self, w: Watch) -> None:
+        d = w.delim
+        self.line("s = -1")
+        if not (self.single or self.first):
+            # Only at end of stream: a literal of the set found after the best candidate
+            # keeps the partial check below from lowering the hold, and while streaming
+            # that check could reach before the best candidate.
+            self.line("top = lim if eos else n")
+        for lit in d.literals:  # longest first: at one position the longest wins
+            self.line(f"i = {self.find(lit, 'top')}")
+            with self.block("if i >= 0 and (s < 0 or i < s):"):
+                self.line(f"s, e = i, i + {len(lit)}")
+        with self.block("if s >= 0:"):
+            if d.extends:
+                with self.block("if not eos and e == n:"):
+                    self.hold_at("s")
+                with self.block("else:"):
+                    self.candidate("s", "e", w.action, "None")
+            else:
+                self.candidate("s", "e", w.action, "None")
+        longest = len(d.literals[0])
+        if longest > 1:
+            with self.block("elif not eos:"):
+                self.line("# held: the earliest tail of the buffer that may grow into one of these")
+                self.line(f"i = {self.tail_in(tuple(d.literals), _tail_from(longest))}")
+                self.hold_at("i")
 
-    def _candidates(self, name: str, info: Any, level: int) -> None:
+    def _watch_regex(self, w: Watch, free: bool) -> None:
+        d = w.delim
+        name = self.regex_names[d.pattern]
+        if d.gap is None:
+            self._search(name, d.lead)
+        else:
+            self._memo_check(d)
+            with self.block("else:"):
+                self._search(name, d.lead)
+                self._memo_store(d)
+        if free and w.is_open and d.lead is None:
+            # Progress rule (see docs/parity.md): no zero-width open again where a
+            # region just opened and closed without consuming input.
+            with self.block("if m is not None and m.end() == m.start() == self._ban - self._off:"):
+                self.line(f"m = ({_rx(name, 'search', 'buf, m.start() + 1')}) if m.start() < n else None")
+        with self.block("if m is not None:"):
+            self.line("s, e = m.span()")
+            if d.leans:
+                self.line("# a complete match before the end of the buffer may still lean on that end:")
+                self.line("# it commits only if the buffer with one more character gives it again")
+                held = f"if m.partial or (not eos and (e == n or _scan.edge_moves({name}, buf, m))):"
+            else:
+                held = "if m.partial or (e == n and not eos):"
+            with self.block(held):
+                self.hold_at("s")
+            with self.block("else:"):
+                # a match with named groups goes along: they join the transform scope (an
+                # open's, then a close's, which override the open's)
+                self.candidate("s", "e", w.action, "m" if d.groups else "None")
+
+    def _search(self, name: str, info: Any) -> None:
+        """``m`` = the regex's leftmost match (whole or partial) from ``pos``, or None."""
+        if info is None:
+            self.line(f"m = {_rx(name, 'search', 'buf, pos')}")
+        else:
+            self._candidates(name, info)
+
+    def _memo_check(self, d: Delimiter) -> None:
+        """The ``if`` that keeps a remembered held match held; the caller writes its ``else:``."""
+        tail = d.gap[1]
+        slot = self.memo_slots[d.path]
+        self.line(f"# a held match of this pattern is past its head and in the gap before {comment_text(tail)}:")
+        self.line("# it stays held (not searched again) until that literal shows up")
+        self.line(f"memo = self._memo[{slot}]")
+        with self.block("if ("):
+            self.line("memo is not None")
+            self.line("and not eos")
+            self.line("and memo[0] >= pos + self._off")
+            probe = f"max(memo[1] - self._off - {len(tail) - 1}, memo[0] - self._off)"
+            self.line(f"and buf.find({literal(tail)}, {probe}) < 0")
+        with self.block("):"):
+            self.line("m = None")
+            self.line(f"self._memo[{slot}] = (memo[0], n + self._off)")
+            self.hold_at("memo[0] - self._off")
+
+    def _memo_store(self, d: Delimiter) -> None:
+        slot = self.memo_slots[d.path]
+        head_name = self.regex_names[("head", d.gap[0])]
+        with self.block("if m is not None and m.partial:"):
+            self.line(f"# remember the held match once its head {comment_text(d.gap[0])} has matched")
+            self.line(
+                f"self._memo[{slot}] = (m.start() + self._off, n + self._off) "
+                f"if {head_name}.match(buf, m.start()) is not None else None"
+            )
+        with self.block("else:"):
+            self.line(f"self._memo[{slot}] = None")
+
+    def _candidates(self, name: str, info: Any) -> None:
         """Run the regex only where a match can start (see regexinfo.lead): where one of its
         required literal prefixes occurs (found with ``str.find``) when all are longer than
         one character, else where one of its first characters does (skipping places where
@@ -271,197 +410,111 @@ class _ScanWriter:
         looked = list(info.prefixes) if by_prefix else sorted(info.firsts)
         shown = ", ".join(comment_text(c) for c in looked)
         lead_in = "whitespace, then " if info.ws else ""
-        self.emit(f"# every match is {lead_in}one of: {shown}; try the regex only there", level)
-        self.emit("m = None", level)
+        self.line(f"# every match is {lead_in}one of: {shown}; try the regex only there")
+        self.line("m = None")
         if not self.first:
             # past the best candidate or held text, only a complete match that overrides an
             # earlier partial one can change the result
-            self.emit("bound = hold if best is None or best[0] > hold else best[0]", level)
+            self.line("bound = hold if best is None or best[0] > hold else best[0]")
         start = "j" if info.ws else "i"  # where a match at this candidate would start
+        self._find_first(looked, "pos", self._search_top(info) if by_prefix else "")
+        with self.block("while i >= 0:"):
+            self._try_candidate(name, info, looked, start, by_prefix)
+        if by_prefix:
+            self._try_tail(name, info, looked, start)
+        if info.ws:
+            with self.block("if m is None and not eos:"):
+                self.line("# a trailing whitespace run may still become a match")
+                self.line("i = _scan.ws_run_start(buf, pos, n)")
+                self.hold_at("i")
+
+    def _search_top(self, info: Any) -> str:
+        """How far the prefix search goes ("": to the end of the buffer)."""
+        if self.first:
+            return ""
         # the first prefix found past the bound ends the search; for a whitespace-led
         # pattern, past the whitespace run that starts at the bound (a match starts where
         # the run before its prefix does, so within that run it still starts by the bound)
-        upto = ""
-        if by_prefix and not self.first:
-            upto = "bound"
-            if info.ws:
-                # (while streaming the buffer is short: not worth a call)
-                self.emit("top = _base.ws_run_end(buf, bound) if eos and bound < n else n", level)
-                upto = "top"
-        self._find_first(looked, "pos", level, upto)
-        self.emit("while i >= 0:", level)
-        if info.ws:
-            self.emit("j = _base.ws_run_start(buf, pos, i)", level + 1)
-        if not self.first:
-            self.emit(f"if {start} > bound and m is None:", level + 1)
-            self.emit("break", level + 2)
-        prefixes = info.prefixes
-        if not by_prefix and any(len(prefix) > 1 for prefix in prefixes):
-            shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
-            longest = max(len(prefix) for prefix in prefixes)
-            self.emit(f"if not buf.startswith({shown}, i) and (", level + 1)
-            self.emit(f"eos or n - i >= {longest} or not _base.prefix_partial(buf, i, {literal(tuple(prefixes))})", level + 2)
-            self.emit("):", level + 1)
-            self.emit("# no match, whole or partial, can start here: it would begin with one of these", level + 2)
-            self._find_first(looked, "i + 1", level + 2)
-            self.emit("continue", level + 2)
-        self._try_at(name, info, start, level + 1)
-        self.emit("if c is not None:", level + 1)
-        self.emit("if not c.partial:", level + 2)
-        self.emit("m = c  # the leftmost complete match", level + 3)
-        self.emit("break", level + 3)
-        self.emit("if m is None:", level + 2)
-        self.emit("m = c  # the leftmost partial one, unless a complete one follows", level + 3)
-        self._find_first(looked, "i + 1", level + 1)
-        if by_prefix:
-            longest = max(len(prefix) for prefix in looked)
-            self.emit("if not eos and (m is None or m.partial):", level)
-            self.emit("# the buffer may end in a prefix being written: a candidate after those above,", level + 1)
-            self.emit("# which counts if it comes before a partial match found there", level + 1)
-            lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
-            self.emit(f"i = {self.tail_in(tuple(looked), lo)}", level + 1)
-            self.emit("if i < n and (m is None or i < m.start()):", level + 1)
-            if info.ws:
-                self.emit("j = _base.ws_run_start(buf, pos, i)", level + 2)
-            inner = level + 2
-            if not self.first:
-                # a partial match there holds from its start: nothing changes unless that is
-                # before the hold, and not after the best candidate
-                self.emit(f"if {start} <= bound and {start} < hold:", level + 2)
-                inner += 1
-            self._try_at(name, info, start, inner)
-            self.emit("if c is not None:", inner)
-            self.emit("m = c", inner + 1)
-        if info.ws:
-            self.emit("if m is None and not eos:", level)
-            self.emit("# a trailing whitespace run may still become a match", level + 1)
-            self.emit("i = _base.ws_run_start(buf, pos, n)", level + 1)
-            self.emit("if i < hold:", level + 1)
-            self.emit("hold = i", level + 2)
+        if not info.ws:
+            return "bound"
+        # (while streaming the buffer is short: not worth a call)
+        self.line("top = _scan.ws_run_end(buf, bound) if eos and bound < n else n")
+        return "top"
 
-    def _try_at(self, name: str, info: Any, start: str, level: int) -> None:
+    def _find_first(self, firsts: list[str], start: str, upto: str = "") -> None:
+        """``i`` = the first position >= ``start`` (and <= ``upto``, if given) holding one of
+        ``firsts`` (-1: none)."""
+        if len(firsts) > 1 and start != "pos":
+            self.line(f"k = {start}")
+            start = "k"
+
+        def find(c: str) -> str:
+            return f"buf.find({literal(c)}, {start}, {upto} + {len(c)})" if upto else f"buf.find({literal(c)}, {start})"
+
+        self.line(f"i = {find(firsts[0])}")
+        for c in firsts[1:]:
+            self.line(f"j = {find(c)}")
+            with self.block("if j >= 0 and (i < 0 or j < i):"):
+                self.line("i = j")
+
+    def _try_candidate(self, name: str, info: Any, looked: list[str], start: str, by_prefix: bool) -> None:
+        """The candidate loop's body: try the regex at ``i``, keep the leftmost match, find the next ``i``."""
+        if info.ws:
+            self.line("j = _scan.ws_run_start(buf, pos, i)")
+        if not self.first:
+            with self.block(f"if {start} > bound and m is None:"):
+                self.line("break")
+        if not by_prefix and any(len(prefix) > 1 for prefix in info.prefixes):
+            self._skip_unprefixed(info.prefixes, looked)
+        self._try_at(name, info, start)
+        with self.block("if c is not None:"):
+            with self.block("if not c.partial:"):
+                self.line("m = c  # the leftmost complete match")
+                self.line("break")
+            with self.block("if m is None:"):
+                self.line("m = c  # the leftmost partial one, unless a complete one follows")
+        self._find_first(looked, "i + 1")
+
+    def _skip_unprefixed(self, prefixes: tuple[str, ...], looked: list[str]) -> None:
+        """Go on to the next first character when no prefix follows the one at ``i`` (nor,
+        while streaming, may still follow it)."""
+        shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
+        longest = max(len(prefix) for prefix in prefixes)
+        with self.block(f"if not buf.startswith({shown}, i) and ("):
+            self.line(f"eos or n - i >= {longest} or not _scan.prefix_partial(buf, i, {literal(tuple(prefixes))})")
+        with self.block("):"):
+            self.line("# no match, whole or partial, can start here: it would begin with one of these")
+            self._find_first(looked, "i + 1")
+            self.line("continue")
+
+    def _try_tail(self, name: str, info: Any, looked: list[str], start: str) -> None:
+        """While streaming, try the regex where the buffer ends in a beginning of a prefix."""
+        longest = max(len(prefix) for prefix in looked)
+        with self.block("if not eos and (m is None or m.partial):"):
+            self.line("# the buffer may end in a prefix being written: a candidate after those above,")
+            self.line("# which counts if it comes before a partial match found there")
+            self.line(f"i = {self.tail_in(tuple(looked), _tail_from(longest))}")
+            with self.block("if i < n and (m is None or i < m.start()):"):
+                if info.ws:
+                    self.line("j = _scan.ws_run_start(buf, pos, i)")
+                # past the first watch, a partial match there holds from its start: nothing
+                # changes unless that is before the hold, and not after the best candidate
+                guard = f"if {start} <= bound and {start} < hold:"
+                with contextlib.nullcontext() if self.first else self.block(guard):
+                    self._try_at(name, info, start)
+                    with self.block("if c is not None:"):
+                        self.line("m = c")
+
+    def _try_at(self, name: str, info: Any, start: str) -> None:
         """``c`` = the regex's match at ``start`` (whole or partial); for a pattern with a
         whitespace lead that not every branch has, also at ``i`` (past the run)."""
-        self.emit(f"c = {_rx(name, 'match', f'buf, {start}')}", level)
+        self.line(f"c = {_rx(name, 'match', f'buf, {start}')}")
         if info.ws and not info.all_ws:
-            self.emit("if (c is None or c.partial) and j < i:", level)
-            self.emit("# a branch without the whitespace lead may match at the character itself", level + 1)
-            self.emit(f"d = {_rx(name, 'match', 'buf, i')}", level + 1)
-            self.emit("if d is not None and (c is None or not d.partial):", level + 1)
-            self.emit("c = d", level + 2)
-
-    def _memo_check(self, w: Watch, d: Delimiter) -> None:
-        head, tail = d.gap
-        slot = self.memo_slots[d.path]
-        self.emit(f"# a held match of this pattern is past its head and in the gap before {comment_text(tail)}:")
-        self.emit("# it stays held (not searched again) until that literal shows up")
-        self.emit(f"memo = self._memo[{slot}]")
-        self.emit("if (")
-        self.emit("memo is not None", 1)
-        self.emit("and not eos", 1)
-        self.emit("and memo[0] >= pos + self._off", 1)
-        probe = f"max(memo[1] - self._off - {len(tail) - 1}, memo[0] - self._off)"
-        self.emit(f"and buf.find({literal(tail)}, {probe}) < 0", 1)
-        self.emit("):")
-        self.emit("m = None", 1)
-        self.emit("self._memo[" + str(slot) + "] = (memo[0], n + self._off)", 1)
-        self.emit("if memo[0] - self._off < hold:", 1)
-        self.emit("hold = memo[0] - self._off", 2)
-        self.emit("else:")
-
-    def _memo_store(self, d: Delimiter) -> None:
-        slot = self.memo_slots[d.path]
-        head_name = self.regex_names[("head", d.gap[0])]
-        self.emit("if m is not None and m.partial:", 1)
-        self.emit(f"# remember the held match once its head {comment_text(d.gap[0])} has matched", 2)
-        self.emit(
-            f"self._memo[{slot}] = (m.start() + self._off, n + self._off) "
-            f"if {head_name}.match(buf, m.start()) is not None else None",
-            2,
-        )
-        self.emit("else:", 1)
-        self.emit(f"self._memo[{slot}] = None", 2)
-
-    def watch(self, w: Watch, free: bool) -> None:
-        d = w.delim
-        role = f"open {comment_text(w.field.name)}" if w.is_open else f"close {comment_text(w.field.name)}"
-        self.emit(f"# {role} -- {_describe(d)}")
-        # a match with named groups goes along: they join the transform scope (an open's, then
-        # a close's, which override the open's)
-        match_arg = "m" if d.groups else "None"
-        if d.kind == "literal":
-            lit = d.literals[0]
-            self.emit(f"i = {self.find(lit)}")
-            self.emit("if i >= 0:")
-            self.candidate("i", f"i + {len(lit)}", w.action, "None", 1, str(len(lit)))
-            if len(lit) > 1:  # a one-character literal has no partial form
-                self.emit("elif not eos:")
-                self.emit(f"# held: a tail of the buffer that may grow into {comment_text(lit)}", 1)
-                self.emit(f"i = buf.find({literal(lit[0])}, n - {len(lit) - 1} if n - {len(lit) - 1} > pos else pos)", 1)
-                self.emit("if i >= 0:", 1)
-                self.emit(f"i = _base.partial_start(buf, i, {literal(lit)})", 2)
-                self.emit("if i < hold:", 2)
-                self.emit("hold = i", 3)
-        elif d.kind == "literal_set":
-            self.emit("s = -1")
-            if not (self.single or self.first):
-                # Only at end of stream: a literal of the set found after the best candidate
-                # keeps the partial check below from lowering the hold, and while streaming
-                # that check could reach before the best candidate.
-                self.emit("top = lim if eos else n")
-            for lit in d.literals:  # longest first: at one position the longest wins
-                self.emit(f"i = {self.find(lit, 'top')}")
-                self.emit("if i >= 0 and (s < 0 or i < s):")
-                self.emit(f"s, e = i, i + {len(lit)}", 1)
-            self.emit("if s >= 0:")
-            if d.extends:
-                self.emit("if not eos and e == n:", 1)
-                self.emit("if s < hold:", 2)
-                self.emit("hold = s", 3)
-                self.emit("else:", 1)
-                self.candidate("s", "e", w.action, "None", 2)
-            else:
-                self.candidate("s", "e", w.action, "None", 1)
-            longest = len(d.literals[0])
-            if longest > 1:
-                self.emit("elif not eos:")
-                self.emit("# held: the earliest tail of the buffer that may grow into one of these", 1)
-                lo = f"n - {longest - 1} if n - {longest - 1} > pos else pos"
-                self.emit(f"i = {self.tail_in(tuple(d.literals), lo)}", 1)
-                self.emit("if i < hold:", 1)
-                self.emit("hold = i", 2)
-        else:
-            name = self.regex_names[d.pattern]
-            info = d.lead
-            if d.gap is not None:
-                self._memo_check(w, d)
-                level = 1
-            else:
-                level = 0
-            if info is None:
-                self.emit(f"m = {_rx(name, 'search', 'buf, pos')}", level)
-            else:
-                self._candidates(name, info, level)
-            if d.gap is not None:
-                self._memo_store(d)
-            if free and w.is_open and info is None:
-                # Progress rule (see docs/parity.md): no zero-width open again where a
-                # region just opened and closed without consuming input.
-                self.emit("if m is not None and m.end() == m.start() == self._ban - self._off:")
-                self.emit(f"m = ({_rx(name, 'search', 'buf, m.start() + 1')}) if m.start() < n else None", 1)
-            self.emit("if m is not None:")
-            self.emit("s, e = m.span()", 1)
-            if d.leans:
-                self.emit("# a complete match before the end of the buffer may still lean on that end:", 1)
-                self.emit("# it commits only if the buffer with one more character gives it again", 1)
-                self.emit(f"if m.partial or (not eos and (e == n or _base.edge_moves({name}, buf, m))):", 1)
-            else:
-                self.emit("if m.partial or (e == n and not eos):", 1)
-            self.emit("if s < hold:", 2)
-            self.emit("hold = s", 3)
-            self.emit("else:", 1)
-            self.candidate("s", "e", w.action, match_arg, 2)
-        self.first = False
+            with self.block("if (c is None or c.partial) and j < i:"):
+                self.line("# a branch without the whitespace lead may match at the character itself")
+                self.line(f"d = {_rx(name, 'match', 'buf, i')}")
+                with self.block("if d is not None and (c is None or not d.partial):"):
+                    self.line("c = d")
 
 
 def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int], beginnings: dict) -> dict:
@@ -474,27 +527,25 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
     else:
         title = f"inside {comment_text(s.field.path)}"
         name = f"_state_{idents[s.index]}"
-    writer = _ScanWriter(regex_names, memo_slots, beginnings)
+    w = _ScanWriter(regex_names, memo_slots, beginnings)
     if not s.watches:
-        writer.emit("# nothing to watch: every byte belongs to this region until the end")
-        writer.emit("return len(buf)")
+        w.line("# nothing to watch: every byte belongs to this region until the end")
+        w.line("return len(buf)")
     else:
-        writer.emit("n = len(buf)")
-        writer.emit("hold = n")
-        writer.single = len(s.watches) == 1
-        if not writer.single:
-            writer.emit("best = None")
-            writer.emit("lim = n  # where the best candidate starts")
-        for w in s.watches:
-            writer.watch(w, s.free)
-        if not writer.single:
-            writer.emit("if best is not None and best[0] < hold:")
-            writer.emit("return best", 1)
-        writer.emit("return hold")
-    watched = ", ".join(
-        f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}" for w in s.watches
-    ) or "nothing"
-    return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": writer.lines}
+        w.line("n = len(buf)")
+        w.line("hold = n")
+        w.single = len(s.watches) == 1
+        if not w.single:
+            w.line("best = None")
+            w.line("lim = n  # where the best candidate starts")
+        for watch in s.watches:
+            w.watch(watch, s.free)
+        if not w.single:
+            with w.block("if best is not None and best[0] < hold:"):
+                w.line("return best")
+        w.line("return hold")
+    watched = ", ".join(_role(watch) for watch in s.watches) or "nothing"
+    return {"name": name, "comment": f"State: {title}; watches {watched}.", "body": w.lines}
 
 
 def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
@@ -502,11 +553,11 @@ def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
     of two or more characters: only where that literal occurs can anything match, so the
     delimiters are tried there, in order, instead of each searched through the rest of the
     output. None when the state's general scan is used at the end of stream too."""
-    if len(s.watches) < 2 and not any(w.delim.kind == "literal_set" for w in s.watches):
+    if len(s.watches) < 2 and not any(watch.delim.kind == "literal_set" for watch in s.watches):
         return None  # one delimiter: its own search is as selective
     starts: list[str] = []
-    for w in s.watches:
-        d = w.delim
+    for watch in s.watches:
+        d = watch.delim
         if d.is_literal:
             starts.extend(d.literals)
         elif d.kind == "regex" and d.lead is not None and not d.lead.ws and d.lead.prefixes:
@@ -516,58 +567,54 @@ def _end_state(s: State, idents: list[str], regex_names: dict) -> dict | None:
     common = os.path.commonprefix(starts)
     if len(common) < 2:
         return None
-    name = "_end_free" if s.free else f"_end_{idents[s.index]}"
-    lines = [
-        "n = len(buf)",
-        f"k = buf.find({literal(common)}, pos)",
-        "while k >= 0:",
-        "    best = None",
-    ]
-    for number, w in enumerate(s.watches):
-        d = w.delim
-        role = f"open {comment_text(w.field.name)}" if w.is_open else f"close {comment_text(w.field.name)}"
-        lines.append(f"    # {role} -- {_describe(d)}")
-        first = number == 0
-        if d.is_literal:
-            keyword = "if"
-            for lit in d.literals:  # longest first: at one position the longest wins
-                test = f"buf.startswith({literal(lit)}, k)"
-                if not first:
-                    test += f" and (best is None or {len(lit)} > best[1] - k)"
-                lines.append(f"    {keyword} {test}:")
-                lines.append(f"        best = (k, k + {len(lit)}, {w.action}, None)")
-                keyword = "elif"
-        else:
-            rx = regex_names[d.pattern]
-            prefixes = d.lead.prefixes
-            shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
-            match_arg = "m" if d.groups else "None"
-            lines.append(f"    if buf.startswith({shown}, k):")
-            lines.append(f"        m = {rx}.match(buf, k)")
-            test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
-            lines.append(f"        if {test}:")
-            lines.append(f"            best = (k, m.end(), {w.action}, {match_arg})")
-    lines += [
-        "    if best is not None:",
-        "        return best",
-        f"    k = buf.find({literal(common)}, k + 1)",
-        "return n",
-    ]
-    watched = ", ".join(f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}" for w in s.watches)
+    w = Writer()
+    w.line("n = len(buf)")
+    w.line(f"k = buf.find({literal(common)}, pos)")
+    with w.block("while k >= 0:"):
+        w.line("best = None")
+        for number, watch in enumerate(s.watches):
+            w.line(f"# {_role(watch)} -- {_describe(watch.delim)}")
+            _end_try(w, watch, number == 0, regex_names)
+        with w.block("if best is not None:"):
+            w.line("return best")
+        w.line(f"k = buf.find({literal(common)}, k + 1)")
+    w.line("return n")
+    watched = ", ".join(_role(watch) for watch in s.watches)
     return {
-        "name": name,
+        "name": "_end_free" if s.free else f"_end_{idents[s.index]}",
         "comment": f"At end of stream: every delimiter of this state ({watched}) starts with "
         f"{comment_text(common)}; try them where it occurs, leftmost first, the longest at one place.",
-        "body": lines,
+        "body": w.lines,
     }
 
 
-def _pending_entry(state: State, regex_names: dict) -> str:
-    """Source of the state's PENDING entry: ``((prefixes, whitespace-led, regex), ...)``
-    for the regex delimiters a held partial match can be re-checked on alone (see
-    ``runtime.base.still_pending``), or ``None``."""
-    if state.marks is None:
-        return "None"
+def _end_try(w: Writer, watch: Watch, first: bool, regex_names: dict) -> None:
+    """``best`` = the watch's match at ``k`` if it is longer than ``best`` (or the first watch's)."""
+    d = watch.delim
+    if d.is_literal:
+        keyword = "if"
+        for lit in d.literals:  # longest first: at one position the longest wins
+            test = f"buf.startswith({literal(lit)}, k)"
+            if not first:
+                test += f" and (best is None or {len(lit)} > best[1] - k)"
+            with w.block(f"{keyword} {test}:"):
+                w.line(f"best = (k, k + {len(lit)}, {watch.action}, None)")
+            keyword = "elif"
+        return
+    prefixes = d.lead.prefixes
+    shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
+    match_arg = "m" if d.groups else "None"
+    with w.block(f"if buf.startswith({shown}, k):"):
+        w.line(f"m = {regex_names[d.pattern]}.match(buf, k)")
+        test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
+        with w.block(f"if {test}:"):
+            w.line(f"best = (k, m.end(), {watch.action}, {match_arg})")
+
+
+def _pending_entry(state: State, regex_names: dict) -> str | None:
+    """Source of the state's pending table: ``((prefixes, whitespace-led, regex), ...)`` for
+    the regex delimiters a held partial match of which can be re-checked alone (see
+    ``runtime.scan.still_pending``), or None."""
     entries = []
     for w in state.watches:
         d = w.delim
@@ -576,8 +623,65 @@ def _pending_entry(state: State, regex_names: dict) -> str:
             continue
         entries.append(f"({literal(tuple(info.prefixes))}, {info.ws}, {regex_names[d.pattern]})")
     if not entries:
-        return "None"
+        return None
     return "(" + ", ".join(entries) + ",)"
+
+
+def _quiet_state(
+    s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int], context: int, tables: list[dict]
+) -> dict | None:
+    """The state's quiet test (see runtime/scan.py), or None when the compiler cannot write
+    one (some watched delimiter may start with anything). ``tables`` collects the module-level
+    tables it reads."""
+    fast = s.fast
+    if fast is None:
+        return None
+    firsts, ws_led = fast
+    ident = "free" if s.free else idents[s.index]
+    w = Writer()
+    for watch in s.watches:
+        d = watch.delim
+        if d.gap is not None:
+            slot = memo_slots[d.path]
+            with w.block(f"if self._memo[{slot}] is not None:"):
+                w.line(f"return -1  # a held match of {comment_text(d.path)} in its gap: the scan decides")
+    if not firsts:  # nothing watched (or nothing that can match): the scan holds nothing
+        w.line("return len(x)")
+        return {"name": f"_quiet_{ident}", "comment": "Nothing is watched: nothing is held.", "body": w.lines,
+                "ws_hold": False}
+    shown = ", ".join(comment_text(c) for c in firsts)
+    w.line(f"# every watched delimiter starts with {'whitespace or ' if ws_led else ''}one of: {shown}")
+    with w.block("if " + " and ".join(f"{literal(c)} not in x" for c in firsts) + ":"):
+        if ws_led:
+            w.line("return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace")
+        else:
+            w.line("return len(x)  # none can start in x")
+    marks = s.marks
+    if marks is None or context != 0:
+        # (with look-behind, whether a mark's beginning is held depends on the text before it)
+        w.line("return -1")
+    else:
+        table = f"_QUIET_{ident.upper()}"
+        direct, ws_marks = marks
+        tables.append({"name": table, "value": f"_scan.quiet_table({literal(marks)})",
+                       "comment": f"marks of {'the free state' if s.free else comment_text(s.field.path)}"})
+        w.line("# nothing can commit unless one of its marks occurs in x")
+        w.line(f"cut = _scan.quiet_cut(x, {table})")
+        pending = _pending_entry(s, regex_names)
+        if pending is not None:
+            name = f"_PENDING_{ident.upper()}"
+            tables.append({"name": name, "value": pending,
+                           "comment": "regex delimiters a held partial match of which is re-checked alone"})
+            with w.block(f"if cut < 0 and _scan.still_pending(x, {name}, {table}[0]):"):
+                w.line("return 0  # a regex delimiter is still being written from the start of x")
+        w.line("return cut")
+    ws_hold = ws_led and not any(c in _REGEX_WS for c in firsts)
+    return {
+        "name": f"_quiet_{ident}",
+        "comment": "Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.",
+        "body": w.lines,
+        "ws_hold": ws_hold,
+    }
 
 
 def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
@@ -588,12 +692,12 @@ def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
             f"return prefix if i < 0 else prefix[i + {len(lit)} :]",
         ]
     name = regex_names[anchor.regex_source]
-    return [
-        "last = -1",
-        f"for m in {name}.finditer(prefix):",
-        "    last = m.end()",
-        "return prefix if last < 0 else prefix[last:]",
-    ]
+    w = Writer()
+    w.line("last = -1")
+    with w.block(f"for m in {name}.finditer(prefix):"):
+        w.line("last = m.end()")
+    w.line("return prefix if last < 0 else prefix[last:]")
+    return w.lines
 
 
 def _has_border(text: str) -> bool:
@@ -647,30 +751,58 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     if not (anchor.kind == "literal" and not _has_border(anchor.literals[0])):
         add_regex(anchor.regex_source, anchor.path, "anchor")
 
-    states = []
-    scan_table = []
-    free_name = "_state_free"
+    methods = []  # the Parser's scan and quiet methods
+    tables: list[dict] = []  # module-level tables the quiet tests read
     beginnings: dict[tuple[str, ...], str] = {}
-    end_names: dict[int, str] = {}  # IR state index -> its end-of-stream scan
+    scan_of: dict[int, str] = {}  # IR state index -> its scan, end-of-stream scan, quiet test
+    end_of: dict[int, str] = {}
+    quiet_of: dict[int, dict | None] = {}
     for s in ir.states:
         if not s.free and s.field.implicit:
             continue  # the implicit field is the free state
-        states.append(_state(s, idents, regex_names, memo_slots, beginnings))
+        scan = _state(s, idents, regex_names, memo_slots, beginnings)
+        methods.append(scan)
+        scan_of[s.index] = end_of[s.index] = scan["name"]
         end = _end_state(s, idents, regex_names)
         if end is not None:
-            states.append(end)
-            end_names[s.index] = end["name"]
-    for f, ident in zip(ir.fields, idents):
-        scan_table.append(free_name if f.implicit else f"_state_{ident}")
-    scan_table.append(free_name)
+            methods.append(end)
+            end_of[s.index] = end["name"]
+        quiet = quiet_of[s.index] = _quiet_state(s, idents, regex_names, memo_slots, ir.context, tables)
+        if quiet is not None:
+            methods.append(quiet)
     free_state = ir.states[-1]
+    state_records = []
     # per runtime state (fields in order, then the free state): the IR state it scans in
-    state_of = [free_state if f.implicit else ir.states[f.index] for f in ir.fields] + [free_state]
-    end_table = [end_names.get(st.index, name) for st, name in zip(state_of, scan_table)]
-    fast_table = tuple(st.fast for st in state_of)
-    marks_table = tuple(st.marks for st in state_of)
-    pending_table = [_pending_entry(st, regex_names) for st in state_of]
+    for index, st in enumerate([free_state if f.implicit else ir.states[f.index] for f in ir.fields] + [free_state]):
+        quiet = quiet_of[st.index]
+        field = index if index < len(ir.fields) else (ir.implicit.index if ir.implicit is not None else CLOSE)
+        memos = tuple((slot, tail) for slot, (watched_in, tail) in enumerate(memo_info) if watched_in == index)
+        title = f"fields.{comment_text(ir.fields[index].name)}" if index < len(ir.fields) else "the free state"
+        if index < len(ir.fields) and ir.fields[index].implicit:
+            title += " (the implicit field: never entered, its text is the free state's)"
+        state_records.append(
+            {
+                "comment": title,
+                "field": field,
+                "scan": scan_of[st.index],
+                "end_scan": end_of[st.index],
+                "quiet": quiet["name"] if quiet else "None",
+                "memos": literal(memos),
+                "ws_hold": bool(quiet and quiet["ws_hold"]),
+            }
+        )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]
+    field_records = [
+        {
+            "name": literal(f.name),
+            "finish": fin["name"],
+            "join": literal(f.join),
+            "repeats": f.repeats,
+            "typed": f.typed,
+            "dirty": f.dirty,
+        }
+        for f, fin in zip(ir.fields, finishers)
+    ]
     return _environment().get_template("module.py.j2").render(
         version=version,
         hash=template_hash,
@@ -684,32 +816,21 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
             }
             for lits, name in beginnings.items()
         ],
+        tables=tables,
         finishers=finishers,
         loose=any(f.loose for f in ir.fields),
         field_list=", ".join(comment_text(f.name) for f in ir.fields),
-        fields=tuple(f.name for f in ir.fields),
+        field_records=field_records,
+        state_records=state_records,
         defaults=ir.defaults,
         required=ir.required,
-        implicit=ir.implicit.index if ir.implicit is not None else CLOSE,
-        dirty=tuple(f.dirty for f in ir.fields),
-        join=tuple(f.join for f in ir.fields),
-        repeats=tuple(f.repeats for f in ir.fields),
-        typed=tuple(f.typed for f in ir.fields),
         context=ir.context,
         one_pass=not any(
             "\\G" in d.pattern for f in ir.fields for d in (f.open, f.close) if d is not None and d.pattern is not None
         ),
-        anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
-        states=states,
-        scan_table=scan_table,
-        end_table=end_table,
-        finish_table=[f["name"] for f in finishers],
-        fast=fast_table,
-        marks=marks_table,
-        pending=pending_table,
         memos=len(memo_slots),
-        memo_states=tuple(state for state, _ in memo_info),
-        memo_tails=tuple(tail for _, tail in memo_info),
+        anchor={"path": comment_text(anchor.path), "body": _anchor_body(anchor, regex_names)},
+        methods=methods,
     )
 
 

@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -85,40 +86,18 @@ def _finish_content(body, caps):
 
 # Fields: reasoning_content, tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = 2
-    DIRTY = (False, True, False)
-    JOIN = (None, None, None)
-    REPEATS = (False, True, False)
-    TYPED = (False, True, False)
     CONTEXT = -1
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = (None, None, None, None)
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = (None, None, None, None)
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        None,
-        None,
-        None,
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -146,7 +125,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_REASONING_CONTENT_CLOSE_0, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_REASONING_CONTENT_CLOSE_0, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -170,7 +149,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_CLOSE_2, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_2, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -194,7 +173,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|inner_prefix|>
             i = buf.find("<", n - 15 if n - 15 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|inner_prefix|>")
+                i = _scan.partial_start(buf, i, "<|inner_prefix|>")
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:
@@ -218,7 +197,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_OPEN_1, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_OPEN_1, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -235,13 +214,13 @@ class Parser(_base.ParserBase):
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
-            j = _base.ws_run_start(buf, pos, i)
+            j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
             if not buf.startswith(("<|assistant_end|>", "<|tools_suffix|>", "]"), i) and (
                 eos
                 or n - i >= 17
-                or not _base.prefix_partial(buf, i, ("<|assistant_end|>", "<|tools_suffix|>", "]"))
+                or not _scan.prefix_partial(buf, i, ("<|assistant_end|>", "<|tools_suffix|>", "]"))
             ):
                 # no match, whole or partial, can start here: it would begin with one of these
                 k = i + 1
@@ -268,7 +247,7 @@ class Parser(_base.ParserBase):
                 i = j
         if m is None and not eos:
             # a trailing whitespace run may still become a match
-            i = _base.ws_run_start(buf, pos, n)
+            i = _scan.ws_run_start(buf, pos, n)
             if i < hold:
                 hold = i
         if m is not None:
@@ -284,22 +263,67 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
-
-Parser.SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-Parser.FINISH = (
-    _finish_reasoning_content,
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="reasoning_content",
+            finish=_finish_reasoning_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=True,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.reasoning_content
+        _scan.State(
+            field=0,
+            scan=_state_reasoning_content,
+            end_scan=_state_reasoning_content,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.tool_calls
+        _scan.State(
+            field=1,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content (the implicit field: never entered, its text is the free state's)
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # the free state
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+    )

@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -39,6 +40,16 @@ TEMPLATE = {
         "content": {"open": "<|START_RESPONSE|>", "close": "<|END_RESPONSE|>", "content": "text"},
     },
 }
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_REASONING_CONTENT = _scan.quiet_table(
+    (("<|END_THINKING|>",), ())
+)  # marks of fields.reasoning_content
+_QUIET_TOOL_CALLS = _scan.quiet_table((("<|END_ACTION|>",), ()))  # marks of fields.tool_calls
+_QUIET_CONTENT = _scan.quiet_table((("<|END_RESPONSE|>",), ()))  # marks of fields.content
+_QUIET_FREE = _scan.quiet_table(
+    (("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"), ())
+)  # marks of the free state
 
 
 def _finish_reasoning_content(body, caps):
@@ -77,45 +88,18 @@ def _finish_content(body, caps):
 
 # Fields: reasoning_content, tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = -1
-    DIRTY = (False, True, False)
-    JOIN = (None, None, None)
-    REPEATS = (False, False, False)
-    TYPED = (False, True, False)
     CONTEXT = 0
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("<",), False), (("<",), False))
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = (
-        (("<|END_THINKING|>",), ()),
-        (("<|END_ACTION|>",), ()),
-        (("<|END_RESPONSE|>",), ()),
-        (("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"), ()),
-    )
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        None,
-        None,
-        None,
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -141,10 +125,19 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|END_THINKING|>
             i = buf.find("<", n - 15 if n - 15 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|END_THINKING|>")
+                i = _scan.partial_start(buf, i, "<|END_THINKING|>")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
+        return cut
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -159,10 +152,19 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|END_ACTION|>
             i = buf.find("<", n - 13 if n - 13 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|END_ACTION|>")
+                i = _scan.partial_start(buf, i, "<|END_ACTION|>")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        return cut
 
     def _state_content(self, buf: str, pos, eos):
         # State: inside fields.content; watches close content.
@@ -177,10 +179,19 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|END_RESPONSE|>
             i = buf.find("<", n - 15 if n - 15 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|END_RESPONSE|>")
+                i = _scan.partial_start(buf, i, "<|END_RESPONSE|>")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_CONTENT)
+        return cut
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in the null region (text outside every field is dropped); watches open content, open reasoning_content, open tool_calls.
@@ -197,7 +208,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|START_RESPONSE|>
             i = buf.find("<", n - 17 if n - 17 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|START_RESPONSE|>")
+                i = _scan.partial_start(buf, i, "<|START_RESPONSE|>")
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
@@ -210,7 +221,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|START_THINKING|>
             i = buf.find("<", n - 17 if n - 17 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|START_THINKING|>")
+                i = _scan.partial_start(buf, i, "<|START_THINKING|>")
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
@@ -223,7 +234,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <|START_ACTION|>
             i = buf.find("<", n - 15 if n - 15 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<|START_ACTION|>")
+                i = _scan.partial_start(buf, i, "<|START_ACTION|>")
                 if i < hold:
                     hold = i
         if best is not None and best[0] < hold:
@@ -250,22 +261,76 @@ class Parser(_base.ParserBase):
             k = buf.find("<|START_", k + 1)
         return n
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        return cut
 
-Parser.SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_content,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_content,
-    Parser._end_free,
-)
-Parser.FINISH = (
-    _finish_reasoning_content,
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="reasoning_content",
+            finish=_finish_reasoning_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=False,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.reasoning_content
+        _scan.State(
+            field=0,
+            scan=_state_reasoning_content,
+            end_scan=_state_reasoning_content,
+            quiet=_quiet_reasoning_content,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.tool_calls
+        _scan.State(
+            field=1,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=_quiet_tool_calls,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content
+        _scan.State(
+            field=2,
+            scan=_state_content,
+            end_scan=_state_content,
+            quiet=_quiet_content,
+            memos=(),
+            ws_hold=False,
+        ),
+        # the free state
+        _scan.State(
+            field=-1,
+            scan=_state_free,
+            end_scan=_end_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=False,
+        ),
+    )

@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -75,40 +76,18 @@ def _finish_content(body, caps):
 
 # Fields: reasoning_content, tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = -1
-    DIRTY = (False, True, False)
-    JOIN = (None, None, None)
-    REPEATS = (False, True, False)
-    TYPED = (False, True, False)
     CONTEXT = -1
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), None, None, None)
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = ((("</think>",), ()), None, None, None)
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        None,
-        None,
-        None,
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -134,10 +113,17 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into </think>
             i = buf.find("<", n - 7 if n - 7 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "</think>")
+                i = _scan.partial_start(buf, i, "</think>")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -154,7 +140,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -177,7 +163,7 @@ class Parser(_base.ParserBase):
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
-            if m.partial or (not eos and (e == n or _base.edge_moves(_RE_CONTENT_CLOSE_3, buf, m))):
+            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_CLOSE_3, buf, m))):
                 if s < hold:
                     hold = s
             else:
@@ -211,7 +197,7 @@ class Parser(_base.ParserBase):
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
-            if m.partial or (not eos and (e == n or _base.edge_moves(_RE_CONTENT_OPEN_2, buf, m))):
+            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_OPEN_2, buf, m))):
                 if s < hold:
                     hold = s
             else:
@@ -227,7 +213,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <think>
             i = buf.find("<", n - 6 if n - 6 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<think>")
+                i = _scan.partial_start(buf, i, "<think>")
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:(?:<answer>\\s*)?<tool_calls>\\s*\\[|(?<=\\})\\s*,)\\s*(?=\\{)
@@ -251,7 +237,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_OPEN_0, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_OPEN_0, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -263,22 +249,67 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
-
-Parser.SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_content,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_content,
-    Parser._state_free,
-)
-Parser.FINISH = (
-    _finish_reasoning_content,
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="reasoning_content",
+            finish=_finish_reasoning_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=True,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.reasoning_content
+        _scan.State(
+            field=0,
+            scan=_state_reasoning_content,
+            end_scan=_state_reasoning_content,
+            quiet=_quiet_reasoning_content,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.tool_calls
+        _scan.State(
+            field=1,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content
+        _scan.State(
+            field=2,
+            scan=_state_content,
+            end_scan=_state_content,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # the free state
+        _scan.State(
+            field=-1,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+    )

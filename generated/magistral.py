@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -47,7 +48,7 @@ _RE_CONTENT_CLOSE_2 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.conten
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
-# into that delimiter, so it is held from there (see _base.tail_in).
+# into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
     (
         "[",
@@ -64,6 +65,16 @@ _BEGINNINGS_0 = frozenset(
     )
 )  # of ('[TOOL_CALLS]',)
 _BEGINNINGS_1 = frozenset(("<", "</", "</s"))  # of ('</s>',)
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_REASONING_CONTENT = _scan.quiet_table(
+    (("[/THINK]",), ())
+)  # marks of fields.reasoning_content
+_QUIET_FREE = _scan.quiet_table((("[THINK]", "[TOOL_CALLS]"), ("</s>",)))  # marks of the free state
+_PENDING_FREE = (
+    (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
+    (("</s>",), True, _RE_CONTENT_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 def _finish_reasoning_content(body, caps):
@@ -92,51 +103,18 @@ def _finish_content(body, caps):
 
 # Fields: reasoning_content, tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = 2
-    DIRTY = (False, True, False)
-    JOIN = (None, None, None)
-    REPEATS = (False, True, False)
-    TYPED = (False, True, False)
     CONTEXT = 0
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("[",), False), None, (("<", "["), True), (("<", "["), True))
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = (
-        (("[/THINK]",), ()),
-        None,
-        (("[THINK]", "[TOOL_CALLS]"), ("</s>",)),
-        (("[THINK]", "[TOOL_CALLS]"), ("</s>",)),
-    )
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        None,
-        (
-            (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
-            (("</s>",), True, _RE_CONTENT_CLOSE_2),
-        ),
-        (
-            (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
-            (("</s>",), True, _RE_CONTENT_CLOSE_2),
-        ),
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -164,10 +142,19 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into [/THINK]
             i = buf.find("[", n - 7 if n - 7 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "[/THINK]")
+                i = _scan.partial_start(buf, i, "[/THINK]")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: [
+        if "[" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
+        return cut
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -184,7 +171,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -208,7 +195,7 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into [THINK]
             i = buf.find("[", n - 6 if n - 6 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "[THINK]")
+                i = _scan.partial_start(buf, i, "[THINK]")
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\[TOOL_CALLS\\](?P<name>[^\\[]+)\\[ARGS\\]
@@ -234,7 +221,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 if i <= bound and i < hold:
                     c = (
@@ -257,10 +244,10 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: </s>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("</s>", pos, top + 4)
         while i >= 0:
-            j = _base.ws_run_start(buf, pos, i)
+            j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
             c = (
@@ -278,9 +265,9 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
-                j = _base.ws_run_start(buf, pos, i)
+                j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
                         _RE_CONTENT_CLOSE_2.match(buf, j)
@@ -291,7 +278,7 @@ class Parser(_base.ParserBase):
                         m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
-            i = _base.ws_run_start(buf, pos, n)
+            i = _scan.ws_run_start(buf, pos, n)
             if i < hold:
                 hold = i
         if m is not None:
@@ -307,22 +294,78 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, [
+        if "<" not in x and "[" not in x:
+            return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
-Parser.SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-Parser.FINISH = (
-    _finish_reasoning_content,
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="reasoning_content",
+            finish=_finish_reasoning_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=True,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.reasoning_content
+        _scan.State(
+            field=0,
+            scan=_state_reasoning_content,
+            end_scan=_state_reasoning_content,
+            quiet=_quiet_reasoning_content,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.tool_calls
+        _scan.State(
+            field=1,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content (the implicit field: never entered, its text is the free state's)
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+        # the free state
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+    )

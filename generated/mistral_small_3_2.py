@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -47,7 +48,7 @@ _RE_CONTENT_CLOSE_2 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.conten
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
-# into that delimiter, so it is held from there (see _base.tail_in).
+# into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
     (
         "[",
@@ -64,6 +65,13 @@ _BEGINNINGS_0 = frozenset(
     )
 )  # of ('[TOOL_CALLS]',)
 _BEGINNINGS_1 = frozenset(("<", "</", "</s"))  # of ('</s>',)
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_FREE = _scan.quiet_table((("[TOOL_CALLS]",), ("</s>",)))  # marks of the free state
+_PENDING_FREE = (
+    (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
+    (("</s>",), True, _RE_CONTENT_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 # fields.tool_calls.content: json, bound once to its content_args
@@ -88,45 +96,18 @@ def _finish_content(body, caps):
 
 # Fields: tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = 1
-    DIRTY = (True, False)
-    JOIN = (None, None)
-    REPEATS = (True, False)
-    TYPED = (True, False)
     CONTEXT = 0
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = (None, (("<", "["), True), (("<", "["), True))
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = (None, (("[TOOL_CALLS]",), ("</s>",)), (("[TOOL_CALLS]",), ("</s>",)))
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        (
-            (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
-            (("</s>",), True, _RE_CONTENT_CLOSE_2),
-        ),
-        (
-            (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
-            (("</s>",), True, _RE_CONTENT_CLOSE_2),
-        ),
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -156,7 +137,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _base.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -191,7 +172,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 c = (
                     _RE_TOOL_CALLS_OPEN_0.match(buf, i)
@@ -212,10 +193,10 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: </s>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("</s>", pos, top + 4)
         while i >= 0:
-            j = _base.ws_run_start(buf, pos, i)
+            j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
             c = (
@@ -233,9 +214,9 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
-                j = _base.ws_run_start(buf, pos, i)
+                j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
                         _RE_CONTENT_CLOSE_2.match(buf, j)
@@ -246,7 +227,7 @@ class Parser(_base.ParserBase):
                         m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
-            i = _base.ws_run_start(buf, pos, n)
+            i = _scan.ws_run_start(buf, pos, n)
             if i < hold:
                 hold = i
         if m is not None:
@@ -262,19 +243,61 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, [
+        if "<" not in x and "[" not in x:
+            return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
-Parser.SCANS = (
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-Parser.FINISH = (
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=True,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.tool_calls
+        _scan.State(
+            field=0,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=None,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content (the implicit field: never entered, its text is the free state's)
+        _scan.State(
+            field=1,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+        # the free state
+        _scan.State(
+            field=1,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+    )

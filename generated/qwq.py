@@ -12,6 +12,7 @@ import regex as _regex
 
 from respc.runtime import base as _base
 from respc.runtime import content as _content
+from respc.runtime import scan as _scan
 from respc.runtime import transform as _tf
 
 RESPC_VERSION = "0.1.0"
@@ -45,7 +46,7 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 )  # fields.content.close_pattern
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
-# into that delimiter, so it is held from there (see _base.tail_in).
+# into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
     (
         "<",
@@ -88,6 +89,22 @@ _BEGINNINGS_2 = frozenset(
     )
 )  # of ('<|endoftext|>', '<|im_end|>')
 
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_REASONING_CONTENT = _scan.quiet_table(
+    (("</think>",), ())
+)  # marks of fields.reasoning_content
+_QUIET_TOOL_CALLS = _scan.quiet_table((("</tool_call>",), ()))  # marks of fields.tool_calls
+_PENDING_TOOL_CALLS = (
+    (("</tool_call>",), False, _RE_TOOL_CALLS_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(
+    (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>"))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
+    (("<|endoftext|>", "<|im_end|>"), True, _RE_CONTENT_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
+
 
 def _finish_reasoning_content(body, caps):
     # fields.reasoning_content: content text
@@ -112,51 +129,18 @@ def _finish_content(body, caps):
 
 # Fields: reasoning_content, tool_calls, content
 class Parser(_base.ParserBase):
-    """Streaming parser for this template: see respc.runtime.base.ParserBase."""
+    """Streaming parser for this template: see respc.runtime.base.ParserBase, and
+    respc.runtime.scan for what this class describes."""
 
     __slots__ = ()
 
-    FIELDS = ("reasoning_content", "tool_calls", "content")
     DEFAULTS = {"role": "assistant"}
     REQUIRED = ()
-    IMPLICIT = 2
-    DIRTY = (False, True, False)
-    JOIN = (None, None, None)
-    REPEATS = (False, True, False)
-    TYPED = (False, True, False)
     CONTEXT = 0
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    # per state (fields in order, then the free state): the first characters of every
-    # watched delimiter and whether one may start with whitespace; None: always scan
-    FAST = ((("<",), False), (("<",), False), (("<",), True), (("<",), True))
-    # per state: (the literals or required literal prefixes of every watched delimiter,
-    # those of the whitespace-led ones); None: not all known
-    MARKS = (
-        (("</think>",), ()),
-        (("</tool_call>",), ()),
-        (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
-        (("<think>",), ("<tool_call>", "<|endoftext|>", "<|im_end|>")),
-    )
-    # per state: the regex delimiters a held partial match of which is re-checked alone
-    # while no other delimiter's mark shows up: (prefixes, whitespace-led, regex)
-    PENDING = (
-        None,
-        ((("</tool_call>",), False, _RE_TOOL_CALLS_CLOSE_1),),
-        (
-            (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
-            (("<|endoftext|>", "<|im_end|>"), True, _RE_CONTENT_CLOSE_2),
-        ),
-        (
-            (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
-            (("<|endoftext|>", "<|im_end|>"), True, _RE_CONTENT_CLOSE_2),
-        ),
-    )
     MEMOS = 0
-    # per memo: the state whose scan keeps it, and the literal that ends its gap
-    MEMO_STATES = ()
-    MEMO_TAILS = ()
 
     @staticmethod
     def new_defaults():
@@ -182,10 +166,19 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into </think>
             i = buf.find("<", n - 7 if n - 7 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "</think>")
+                i = _scan.partial_start(buf, i, "</think>")
                 if i < hold:
                     hold = i
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
+        return cut
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -211,7 +204,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 11 if n - 11 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "<", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 c = (
                     _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -230,6 +223,17 @@ class Parser(_base.ParserBase):
                     return (s, e, -1, None)
         return hold
 
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        if cut < 0 and _scan.still_pending(x, _PENDING_TOOL_CALLS, _QUIET_TOOL_CALLS[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
+
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
         n = len(buf)
@@ -245,17 +249,17 @@ class Parser(_base.ParserBase):
             # held: a tail of the buffer that may grow into <think>
             i = buf.find("<", n - 6 if n - 6 > pos else pos)
             if i >= 0:
-                i = _base.partial_start(buf, i, "<think>")
+                i = _scan.partial_start(buf, i, "<think>")
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>
         # every match is whitespace, then one of: <tool_call>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("<tool_call>", pos, top + 11)
         while i >= 0:
-            j = _base.ws_run_start(buf, pos, i)
+            j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
             c = (
@@ -273,9 +277,9 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
-                j = _base.ws_run_start(buf, pos, i)
+                j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
                         _RE_TOOL_CALLS_OPEN_0.match(buf, j)
@@ -286,7 +290,7 @@ class Parser(_base.ParserBase):
                         m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
-            i = _base.ws_run_start(buf, pos, n)
+            i = _scan.ws_run_start(buf, pos, n)
             if i < hold:
                 hold = i
         if m is not None:
@@ -302,13 +306,13 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: <|endoftext|>, <|im_end|>; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        top = _base.ws_run_end(buf, bound) if eos and bound < n else n
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
         i = buf.find("<|endoftext|>", pos, top + 13)
         j = buf.find("<|im_end|>", pos, top + 10)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
-            j = _base.ws_run_start(buf, pos, i)
+            j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
             c = (
@@ -330,9 +334,9 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _base.tail_in(buf, n - 12 if n - 12 > pos else pos, "<", _BEGINNINGS_2)
+            i = _scan.tail_in(buf, n - 12 if n - 12 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
-                j = _base.ws_run_start(buf, pos, i)
+                j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
                         _RE_CONTENT_CLOSE_2.match(buf, j)
@@ -343,7 +347,7 @@ class Parser(_base.ParserBase):
                         m = c
         if m is None and not eos:
             # a trailing whitespace run may still become a match
-            i = _base.ws_run_start(buf, pos, n)
+            i = _scan.ws_run_start(buf, pos, n)
             if i < hold:
                 hold = i
         if m is not None:
@@ -359,22 +363,78 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
-Parser.SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-# per state: the scan a whole output's end-of-stream pass uses (see ParserBase.parse_whole)
-Parser.END_SCANS = (
-    Parser._state_reasoning_content,
-    Parser._state_tool_calls,
-    Parser._state_free,
-    Parser._state_free,
-)
-Parser.FINISH = (
-    _finish_reasoning_content,
-    _finish_tool_calls,
-    _finish_content,
-)
+    FIELDS = (
+        _scan.Field(
+            name="reasoning_content",
+            finish=_finish_reasoning_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+        _scan.Field(
+            name="tool_calls",
+            finish=_finish_tool_calls,
+            join=None,
+            repeats=True,
+            typed=True,
+            dirty=True,
+        ),
+        _scan.Field(
+            name="content",
+            finish=_finish_content,
+            join=None,
+            repeats=False,
+            typed=False,
+            dirty=False,
+        ),
+    )
+    STATES = (
+        # fields.reasoning_content
+        _scan.State(
+            field=0,
+            scan=_state_reasoning_content,
+            end_scan=_state_reasoning_content,
+            quiet=_quiet_reasoning_content,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.tool_calls
+        _scan.State(
+            field=1,
+            scan=_state_tool_calls,
+            end_scan=_state_tool_calls,
+            quiet=_quiet_tool_calls,
+            memos=(),
+            ws_hold=False,
+        ),
+        # fields.content (the implicit field: never entered, its text is the free state's)
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+        # the free state
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+        ),
+    )

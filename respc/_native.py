@@ -24,6 +24,7 @@ import sys
 #: the modules setup.py compiles (from runtime/<leaf>.py; setup.py reads this table)
 NATIVE_MODULES = (
     "respc.runtime.base",
+    "respc.runtime.scan",
     "respc.runtime.content",
     "respc.runtime.decode",
     "respc.runtime.tools",

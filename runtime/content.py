@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import regex
 
-from .base import REGEX_WS as _WS
+from .scan import REGEX_WS as _WS
 from .base import _plain_str
 from .decode import MISS as _MISS
 from .decode import json_or_miss as _json_or_miss

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from respc.compiler.regexinfo import gap_split, lazy_group_split, lead, leans_on_end, lookback, regex_only, word_key_head
 from respc.runtime.content import _tag_matches
-from respc.runtime.base import REGEX_WS, _captures, ws_run_start
+from respc.runtime.base import _captures
+from respc.runtime.scan import REGEX_WS, ws_run_start
 
 FLAGS = regex.DOTALL
 ALPHABET = "ab<|. \n"
@@ -315,7 +316,7 @@ def test_word_key_head_examples():
 @settings(max_examples=3000, deadline=None, derandomize=True)
 @given(pattern=patterns(), ws=st.sampled_from(["", " ", "\n ", "\t"]), data=st.data())
 def test_a_proper_beginning_of_a_prefix_is_a_partial_match(pattern, ws, data):
-    """What runtime.base.quiet_cut relies on: text that is (whitespace, for a
+    """What runtime.scan.quiet_cut relies on: text that is (whitespace, for a
     whitespace-led pattern, then) a proper beginning of one of lead's prefixes is
     reported as a partial match from its start."""
     info = lead(pattern)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import respc
-from respc.runtime import base
+from respc.compiler.ir import build_ir
 
 from transformers.utils import chat_parsing  # the reference: installed by the test extra
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,36 +211,34 @@ _MARK_TEMPLATES = {
 }
 
 
-def _state_scans(name):
-    compiled = respc.compile_template(_MARK_TEMPLATES.get(name) or _bundled(name))
-    Parser = compiled.Parser
-    parser = Parser("")
-    Parser._modes()
-    for state, quiet in enumerate(Parser._QUIET):
-        if quiet is not None:
-            yield parser, Parser.SCANS[state], quiet, Parser.PENDING[state]
+def _marks(template):
+    """Every mark (delimiter literal, or a regex's required literal prefix) of every state."""
+    return sorted({m for state in build_ir(template).states if state.marks for group in state.marks for m in group})
 
 
 @pytest.mark.parametrize("name", ["smollm3", "qwen3", "qwen3-coder", "gpt-oss", "command-a", *_MARK_TEMPLATES])
-def test_quiet_cut_and_still_pending_agree_with_the_scan(name):
-    """Where quiet_cut answers (no mark occurs), the generated scan holds from the same
-    position and commits nothing; where still_pending says so, the scan holds it all.
-    Texts are random mixes of the delimiters' pieces (seeded; a failure prints the text)."""
+def test_quiet_tests_agree_with_the_scan(name):
+    """Where a state's generated quiet test answers (no delimiter can commit), its scan
+    holds from the same position and commits nothing. Texts are random mixes of the
+    delimiters' pieces (seeded; a failure prints the text)."""
+    template = _MARK_TEMPLATES.get(name) or _bundled(name)
+    Parser = respc.compile_template(template).Parser
+    parser = Parser("")
+    pieces = [m[:k] for m in _marks(template) for k in range(1, len(m) + 1)]
+    pieces += [" ", "\n", "x", "ab", "<", "=", "f_1"]
     rng = random.Random(20261129)
     checked = 0
-    for parser, scan, quiet, pending in _state_scans(name):
-        pieces = [m[:k] for m in quiet[0] for k in range(1, len(m) + 1)] + [" ", "\n", "x", "ab", "<", "=", "f_1"]
+    for record in Parser.STATES:
+        if record.quiet is None:
+            continue
         for _ in range(3000):
             x = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
-            cut = base.quiet_cut(x, quiet)
-            parser._memo[:] = [None] * len(parser._memo)  # feed asks only when no memo is held
-            found = scan(parser, x, 0, False)
+            parser._memo[:] = [None] * len(parser._memo)
+            cut = record.quiet(parser, x)
+            found = record.scan(parser, x, 0, False)
             if cut >= 0:
                 checked += 1
                 assert found == cut, (name, x, cut, found)
-            elif pending is not None and base.still_pending(x, pending, quiet[0]):
-                checked += 1
-                assert found == 0, (name, x, found)
     assert checked > 1000
 
 
@@ -335,17 +333,17 @@ def test_end_of_stream_scans_agree_with_the_general_scans(name):
     Parser = respc.compile_template(template).Parser
     parser = Parser("")
     rng = random.Random(20261130)
-    specialized = [state for state, scan in enumerate(Parser.END_SCANS) if scan is not Parser.SCANS[state]]
+    specialized = [state for state, record in enumerate(Parser.STATES) if record.end_scan is not record.scan]
     if name in ("command-a", "shared_marker"):  # gpt-oss no longer: a header may start with \s*to=
         assert specialized, name
-    marks = {mark for table in Parser.MARKS if table for group in table for mark in group}
+    marks = _marks(template)
     pieces = [m[:k] for m in marks for k in range(1, len(m) + 1)] + ["<|", "x", " ", "\n", "lo", "ng", "to=functions.f", "<|message|>"]
     for state in specialized:
         for _ in range(3000):
             buf = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
             pos = rng.randint(0, len(buf))
-            want = Parser.SCANS[state](parser, buf, pos, True)
-            got = Parser.END_SCANS[state](parser, buf, pos, True)
+            want = Parser.STATES[state].scan(parser, buf, pos, True)
+            got = Parser.STATES[state].end_scan(parser, buf, pos, True)
             if want.__class__ is int:
                 assert got == want, (name, state, buf, pos, got, want)
             else:

@@ -1,0 +1,249 @@
+"""What generated modules may use: the records they describe their parser with, and the
+helpers their scans call. Nothing else of the runtime is theirs to touch.
+
+A generated ``Parser`` (see ``runtime/base.py`` for the protocol) describes itself with
+
+* ``FIELDS``: one :class:`Field` per template field, in template order (a field's index
+  is its position there);
+* ``STATES``: one :class:`State` per region state, the fields' in the same order, then the
+  free state (the implicit field, or the null region when there is none);
+* ``DEFAULTS``, ``REQUIRED``, ``CONTEXT``, ``ONE_PASS``, ``MEMOS``, and the static methods
+  ``new_defaults()`` and ``cut_prefix(prefix)``.
+
+A state's ``scan(self, buf, pos, eos)`` looks at ``buf[pos:]`` with exactly the delimiters
+the state watches and returns ``(start, end, action, match)`` for the delimiter to commit
+now (``action``: the index of the field to open, or :data:`CLOSE`), or an ``int``: nothing
+can commit, and text from that position on may still be part of a delimiter (it is held).
+``end_scan`` is the same scan specialised for the end of the stream, where nothing is held.
+
+A state's ``quiet(self, x)``, when the compiler could write one, answers for the text not
+consumed yet (``x``) without scanning: where the scan would hold, when the state's marks
+show that nothing can commit in ``x``; -1 when something may (then the scan runs). Tests
+check that it agrees with the scan (tests/test_streaming.py).
+
+Every helper below is property-tested against the regex engine (compiler/regexinfo.py holds
+the analyses the compiler bakes into the generated calls).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+__all__ = [
+    "CLOSE",
+    "Field",
+    "State",
+    "REGEX_WS",
+    "edge_moves",
+    "partial_start",
+    "prefix_partial",
+    "quiet_cut",
+    "quiet_table",
+    "still_pending",
+    "tail_in",
+    "ws_run_end",
+    "ws_run_start",
+    "ws_tail",
+]
+
+#: ``action`` of a scan result that closes the current region.
+CLOSE = -1
+
+Field = namedtuple("Field", "name finish join repeats typed dirty")
+Field.__doc__ = """One template field.
+
+``name``; ``finish(body, captures) -> value`` (content parser, then transform); ``join``
+(separator or None); ``repeats``; ``typed`` (the value may hold tool calls that ``tools``
+types); ``dirty`` (its chunks are raw text that still needs parsing)."""
+
+State = namedtuple("State", "field scan end_scan quiet memos ws_hold")
+State.__doc__ = """One region state.
+
+``field``: the index of the field whose region it is in (the free state: the implicit
+field, or CLOSE for the null region). ``scan``, ``end_scan`` and ``quiet``: see the module
+docstring (``quiet`` may be None: always scan). ``memos``: ``(slot, tail)`` of each held-
+regex memo its scan keeps (``self._memo[slot]``), where ``tail`` is the literal that ends
+the pattern's lazy gap. ``ws_hold``: a run of whitespace held by ``quiet`` stays held while
+only whitespace follows (no watched delimiter starts with whitespace; a whitespace-led
+one may grow from the run)."""
+
+
+#: The characters the regex module's ``\s`` matches (Unicode White_Space).
+REGEX_WS = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def ws_run_start(buf: str, lo: int, hi: int) -> int:
+    """Start of the run of ``\\s`` characters that ends at ``hi`` (not before ``lo``)."""
+    while hi > lo and buf[hi - 1] in REGEX_WS:
+        hi -= 1
+    return hi
+
+
+def partial_start(buf: str, pos: int, lit: str) -> int:
+    """Where the earliest tail of ``buf[pos:]`` that is a proper prefix of ``lit`` starts.
+
+    That tail may become ``lit`` with more input, so it is held back. Returns
+    ``len(buf)`` when no tail can. (A complete occurrence is found with
+    ``str.find`` first; this is only asked when there is none.)
+    """
+    n = len(buf)
+    i = n - len(lit) + 1
+    if i < pos:
+        i = pos
+    first = lit[0]
+    while True:
+        i = buf.find(first, i)
+        if i < 0:
+            return n
+        if lit.startswith(buf[i:]):
+            return i
+        i += 1
+
+
+def quiet_table(marks: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple:
+    """A state's MARKS prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
+    whitespace-led prefixes, first characters, longest mark, any whitespace-led mark)``,
+    where the prefix sets hold every proper beginning of a direct / whitespace-led mark
+    (a one-character mark has none)."""
+    direct, ws_led = marks
+    every = tuple(dict.fromkeys(direct + ws_led))
+    direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
+    ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
+    firsts = "".join(sorted({m[0] for m in every}))
+    return every, direct_prefixes, ws_prefixes, firsts, max(map(len, every)), bool(ws_led)
+
+
+def quiet_cut(x: str, quiet: tuple) -> int:
+    """Where the scan of ``x`` (held text plus a chunk) would hold, when it can commit
+    nothing; -1 when it may (then scan).
+
+    The marks are the literals and the required literal prefixes of the regexes that
+    start without whitespace (direct), and those of the whitespace-led regexes
+    (``\\s*``; see ``compiler/regexinfo.lead``). Every match starts with one of them
+    (after its whitespace), so when ``x`` contains none, nothing is complete, and a
+    delimiter is partial exactly where the rest of ``x`` is a proper beginning of one
+    (from the whitespace before it, for a whitespace-led one), or in a trailing
+    whitespace run a whitespace-led one may still grow from.
+    """
+    every, direct, ws_led, firsts, longest, ws_lead = quiet
+    for mark in every:
+        if mark in x:
+            return -1
+    if x in direct:
+        return 0  # the common case: a delimiter is being written from the start
+    n = len(x)
+    start = n - longest + 1 if n > longest else 0
+    cut = n
+    for c in firsts:
+        i = x.find(c, start)
+        while 0 <= i < cut:
+            rest = x[i:]
+            if rest in ws_led:
+                cut = ws_run_start(x, 0, i)  # a whitespace-led match starts before it
+                break
+            if rest in direct:
+                cut = i
+                break
+            i = x.find(c, i + 1)
+    if ws_lead and x[-1] in REGEX_WS:
+        i = ws_run_start(x, 0, n)
+        if i < cut:
+            cut = i
+    return cut
+
+
+def still_pending(x: str, pending: tuple, marks: tuple[str, ...]) -> bool:
+    """True when ``x`` (held text plus a chunk) is still a partial match of one of the
+    ``pending`` regex delimiters from its start, and nothing else can commit first.
+
+    ``x`` must start (after its whitespace, for a whitespace-led pattern) with one of
+    that pattern's literal prefixes, and no mark of the state (``marks``) may occur
+    anywhere else in it: then no other match, of any watched delimiter, can be
+    complete, and with the partial match at the start the scan holds all of ``x``.
+    Only patterns where a match from the whitespace run's start and from the character
+    after it are the same are listed (see ``compiler.emit._pending_entry``).
+    """
+    k = ws_run_end(x, 0) if x[0] in REGEX_WS else 0
+    if k == len(x):
+        return False
+    for prefixes, ws_led, rx in pending:
+        if k and not ws_led:
+            continue
+        for prefix in prefixes:
+            if x.startswith(prefix, k):
+                break
+        else:
+            continue
+        for mark in marks:
+            at = x.find(mark)
+            if at >= 0 and (at != k or mark != prefix or x.find(mark, k + 1) >= 0):
+                return False
+        match = rx.match(x, 0, partial=True)
+        return match is not None and match.partial
+    return False
+
+
+def edge_moves(rx: Any, buf: str, match: Any) -> bool:
+    r"""True when the complete ``match`` of ``rx``, which ends before the end of ``buf``, is
+    not final yet: matched again at its start with one more character (``\x00``, neither a
+    newline nor the end of the text) appended to ``buf``, it moves or its named groups
+    change (it leaned on ``$``, ``\Z`` or a lookahead at the end). The reference's rule;
+    generated scans ask it only for patterns that can lean on the end (regexinfo)."""
+    again = rx.match(buf + "\x00", match.start())
+    return again is None or again.span() != match.span() or again.groupdict() != match.groupdict()
+
+
+def ws_run_end(buf: str, i: int) -> int:
+    """End of the run of ``\\s`` characters that starts at ``i``."""
+    n = len(buf)
+    while i < n and buf[i] in REGEX_WS:
+        i += 1
+    return i
+
+
+def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:
+    """True when ``buf[i:]`` (the end of the buffer) may still grow into one of ``prefixes``."""
+    rest = buf[i:]
+    for prefix in prefixes:
+        if prefix.startswith(rest):
+            return True
+    return False
+
+
+def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str]) -> int:
+    """The earliest ``k >= lo`` where ``buf[k:]`` is one of ``beginnings`` (the proper
+    beginnings of some literals, whose first characters are ``firsts``); ``len(buf)``
+    when there is none. With ``lo`` no earlier than the longest literal's length less one
+    from the end, that is where the earliest tail that may still grow into one of the
+    literals starts (what :func:`partial_start` finds for one literal)."""
+    best = len(buf)
+    for c in firsts:
+        k = buf.find(c, lo, best)
+        while k >= 0:
+            if buf[k:] in beginnings:
+                best = k
+                break
+            k = buf.find(c, k + 1, best)
+    return best
+
+
+#: REGEX_WS as one string, for ``str.strip``
+_WS = "".join(sorted(REGEX_WS))
+
+
+def ws_tail(x: str) -> int:
+    """Where the trailing whitespace run of ``x`` starts (``len(x)`` when it ends otherwise):
+    what a state with a whitespace-led delimiter holds when nothing else can start in ``x``."""
+    n = len(x)
+    if x[n - 1] in REGEX_WS:
+        return ws_run_start(x, 0, n)
+    return n
+
+
+def only_ws(text: str) -> bool:
+    """True when every character of ``text`` is ``\\s`` (REGEX_WS)."""
+    return not text.strip(_WS)
