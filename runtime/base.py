@@ -81,7 +81,10 @@ class ParserBase:
         "_more",
         "_more_blocks",
         # the current state (see _enter)
+        "_fields",  # the class's FIELDS
+        "_states",  # and STATES
         "_state",
+        "_field",  # the Field whose region the state is in (None in the null region)
         "_cur",
         "_name",
         "_scan",
@@ -89,6 +92,7 @@ class ParserBase:
         "_quiet",
         "_ws_hold",
         "_dirty",
+        "_chunk",  # the state's region_chunk event less its text (built by _take when first needed)
         # the open region: opened yet, where (for the progress rule), captures, body
         "_opened",
         "_opened_at",
@@ -202,12 +206,13 @@ class ParserBase:
             parser = cls(prefix, tools=tools)
             parser.feed(text)
             return parser.finalize()[0]
-        self = cls.__new__(cls)
+        return cls.__new__(cls)._whole(cls.cut_prefix(prefix) if prefix else "", text, tools)
+
+    def _whole(self, prefix: str, text: str, tools: Iterable[dict | Callable] | None) -> dict:
+        """parse_whole's one-pass case, on a new instance (``prefix``: the cut prefix)."""
         self._setup(tool_types(tools) if tools else None)
         if prefix:
-            cut = cls.cut_prefix(prefix)
-            if cut:
-                self._commit(None, cut, False)
+            self._commit(None, prefix, False)
         held = self._held
         self._commit(None, held + text if held else text, True)
         return self._message()
@@ -218,6 +223,8 @@ class ParserBase:
         self._out: dict[str, Any] = self.new_defaults()
         self._finalized = False
         self._keep = self.CONTEXT
+        self._fields = self.FIELDS
+        self._states = self.STATES
         self._ctx = ""
         self._held = ""
         self._done = 0
@@ -268,7 +275,7 @@ class ParserBase:
                         if found > pos:
                             self._take(events, buf[pos:found])
                             pos = found
-                        if self.MEMOS and pos < n:
+                        if self._memo and pos < n:
                             self._check_stable(buf, pos)
                     break
                 begin, end, action, match = found
@@ -315,7 +322,12 @@ class ParserBase:
         if len(parts) > _MERGE_PARTS:
             self._compact()
         if events is not None:
-            events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
+            chunk = self._chunk
+            if chunk is None:
+                chunk = self._chunk = {"type": "region_chunk", "field": self._name, "text": "", "dirty": self._dirty}
+            event = chunk.copy()  # (copying a dict of the same keys is quicker than building one)
+            event["text"] = text
+            events.append(event)
 
     def _open(self, events: list[dict] | None, index: int, match: Any, empty_at: int) -> None:
         """Open field ``index``'s region (its open delimiter matched: ``match``, or None for
@@ -330,41 +342,46 @@ class ParserBase:
     def _close(self, events: list[dict] | None) -> None:
         """Close the open region into its value, and go back to the free state."""
         if self._opened:
-            field = self.FIELDS[self._cur]
-            body = self._body()
-            value = field.finish(body, self._caps)
-            if self._tools and field.typed:
+            field: Field = self._field
+            value = field.finish(self._body(), self._caps)
+            if field.typed and self._tools:
                 value = coerce_value(value, self._tools)
-            _store(self._out, field, value)
+            _store(self._out, field.name, field.join, field.repeats, value)
             if events is not None:
                 events.append({"type": "region_close", "field": field.name, "value": value})
-        elif self._state == len(self.FIELDS):
+        elif self._state == len(self._states) - 1:
             return  # the free state, nothing opened: there is nothing to close
         self._reset()
 
     def _enter(self, state: int) -> None:
         """Make ``state`` (an index into STATES) the current state."""
-        record = self.STATES[state]
+        record: State = self._states[state]
         self._state = state
         cur = self._cur = record.field
         self._scan = record.scan
         self._end_scan = record.end_scan
         self._quiet = record.quiet
         self._ws_hold = record.ws_hold
+        self._chunk = None
         if cur >= 0:
-            field = self.FIELDS[cur]
+            field: Field = self._fields[cur]
+            self._field = field
             self._name = field.name
             self._dirty = field.dirty
         else:
-            self._name = self._dirty = None
+            self._field = self._name = self._dirty = None
 
     def _reset(self) -> None:
         """Back to the free state: the implicit region (not yet opened) or the null region."""
-        self._enter(len(self.FIELDS))
+        self._enter(len(self._states) - 1)
         self._caps = {}
-        self._parts.clear()
-        self._blocks.clear()
-        self._big.clear()
+        # (del x[:] rather than x.clear(): compiled, a direct call instead of a method lookup)
+        if self._parts:
+            del self._parts[:]
+        if self._blocks:
+            del self._blocks[:]
+        if self._big:
+            del self._big[:]
         self._opened = False
         self._opened_at = -1
 
@@ -391,8 +408,10 @@ class ParserBase:
         parts = self._parts
         if self._big or self._blocks:
             body = "".join([*self._big, *self._blocks, *parts])
-            self._big.clear()
-            self._blocks.clear()
+            del self._big[:]
+            del self._blocks[:]
+        elif len(parts) == 1:
+            return parts[0]
         else:
             body = "".join(parts)
         parts[:] = [body]
@@ -440,7 +459,8 @@ class ParserBase:
         only its tail literal can complete? Then it lasts until that literal shows up."""
         n_abs = len(buf) + self._off
         start_abs = pos + self._off
-        for slot, tail in self.STATES[self._state].memos:
+        record: State = self._states[self._state]
+        for slot, tail in record.memos:
             memo = self._memo[slot]
             if memo is not None and memo[0] == start_abs and memo[1] == n_abs:
                 self._stable = tail
@@ -469,17 +489,15 @@ def _captures(match: Any) -> dict[str, str]:
     return captures
 
 
-def _store(out: dict, field: Field, value: Any) -> None:
-    """Put a closed region's value into the message: joined to the field's earlier blocks
-    (``join``), appended to its list (``repeats``), or set."""
-    name = field.name
-    join = field.join
+def _store(out: dict, name: str, join: str | None, repeats: bool, value: Any) -> None:
+    """Put a closed region's value into field ``name`` of the message: joined to the
+    field's earlier blocks (``join``), appended to its list (``repeats``), or set."""
     if join is not None:
         if not isinstance(value, str):
             raise ValueError(f"field {name!r}: 'join' needs every block to parse to a string, got {type(value).__name__}")
         previous = out.get(name)
         out[name] = value if previous is None else previous + join + value
-    elif field.repeats:
+    elif repeats:
         out.setdefault(name, []).append(value)
     else:
         out[name] = value

@@ -5,6 +5,27 @@
 # pass a str buffer (the held text, a chunk, or the whole output) and int positions.
 cimport cython
 
+
+# The records a generated Parser describes itself with: extension types when compiled, so
+# the runtime reads their fields as C struct members (ParserBase._enter and _close run at
+# every region boundary).
+cdef class Field:
+    cdef readonly str name
+    cdef readonly object finish
+    cdef readonly object join
+    cdef readonly bint repeats
+    cdef readonly bint typed
+    cdef readonly bint dirty
+
+
+cdef class State:
+    cdef readonly Py_ssize_t field
+    cdef readonly object scan
+    cdef readonly object end_scan
+    cdef readonly object quiet
+    cdef readonly tuple memos
+    cdef readonly bint ws_hold
+
 cpdef Py_ssize_t ws_run_start(str buf, Py_ssize_t lo, Py_ssize_t hi)
 
 @cython.locals(n=Py_ssize_t)

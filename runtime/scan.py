@@ -27,7 +27,6 @@ the analyses the compiler bakes into the generated calls).
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 __all__ = [
@@ -50,23 +49,57 @@ __all__ = [
 #: ``action`` of a scan result that closes the current region.
 CLOSE = -1
 
-Field = namedtuple("Field", "name finish join repeats typed dirty")
-Field.__doc__ = """One template field.
+class Field:
+    """One template field.
 
-``name``; ``finish(body, captures) -> value`` (content parser, then transform); ``join``
-(separator or None); ``repeats``; ``typed`` (the value may hold tool calls that ``tools``
-types); ``dirty`` (its chunks are raw text that still needs parsing)."""
+    ``name``; ``finish(body, captures) -> value`` (content parser, then transform); ``join``
+    (separator or None); ``repeats``; ``typed`` (the value may hold tool calls that
+    ``tools`` types); ``dirty`` (its chunks are raw text that still needs parsing).
+    """
 
-State = namedtuple("State", "field scan end_scan quiet memos ws_hold")
-State.__doc__ = """One region state.
+    __slots__ = ("name", "finish", "join", "repeats", "typed", "dirty")
 
-``field``: the index of the field whose region it is in (the free state: the implicit
-field, or CLOSE for the null region). ``scan``, ``end_scan`` and ``quiet``: see the module
-docstring (``quiet`` may be None: always scan). ``memos``: ``(slot, tail)`` of each held-
-regex memo its scan keeps (``self._memo[slot]``), where ``tail`` is the literal that ends
-the pattern's lazy gap. ``ws_hold``: a run of whitespace held by ``quiet`` stays held while
-only whitespace follows (no watched delimiter starts with whitespace; a whitespace-led
-one may grow from the run)."""
+    def __init__(self, name: str, finish: Any, join: str | None, repeats: bool, typed: bool, dirty: bool):
+        self.name = name
+        self.finish = finish
+        self.join = join
+        self.repeats = repeats
+        self.typed = typed
+        self.dirty = dirty
+
+    def __repr__(self) -> str:
+        return _record_repr(self, ("name", "finish", "join", "repeats", "typed", "dirty"))
+
+
+class State:
+    """One region state.
+
+    ``field``: the index of the field whose region it is in (the free state: the implicit
+    field, or CLOSE for the null region). ``scan``, ``end_scan`` and ``quiet``: see the
+    module docstring (``quiet`` may be None: always scan). ``memos``: ``(slot, tail)`` of
+    each held-regex memo its scan keeps (``self._memo[slot]``), where ``tail`` is the
+    literal that ends the pattern's lazy gap. ``ws_hold``: a run of whitespace held by
+    ``quiet`` stays held while only whitespace follows (no watched delimiter starts with
+    whitespace; a whitespace-led one may grow from the run).
+    """
+
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold")
+
+    def __init__(self, field: int, scan: Any, end_scan: Any, quiet: Any, memos: tuple, ws_hold: bool):
+        self.field = field
+        self.scan = scan
+        self.end_scan = end_scan
+        self.quiet = quiet
+        self.memos = memos
+        self.ws_hold = ws_hold
+
+    def __repr__(self) -> str:
+        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold"))
+
+
+def _record_repr(record: Any, names: tuple[str, ...]) -> str:
+    fields = ", ".join(f"{name}={getattr(record, name)!r}" for name in names)
+    return f"{type(record).__name__}({fields})"
 
 
 #: The characters the regex module's ``\s`` matches (Unicode White_Space).

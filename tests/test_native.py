@@ -44,7 +44,7 @@ def test_pxd_fields_are_the_slots_in_order():
     """runtime/base.pxd declares exactly ParserBase's __slots__ (the state the compiled
     extension type keeps in C fields), in the same order."""
     pxd = (ROOT / "runtime" / "base.pxd").read_text(encoding="utf-8")
-    fields = re.findall(r"^    cdef public object (\w+)$", pxd, re.M)
+    fields = re.findall(r"^    cdef public \w+ (\w+)$", pxd, re.M)
     assert fields == list(base.ParserBase.__slots__)
 
 
