@@ -281,6 +281,80 @@ def bench_held_regex(size: int, small: int, repeats: int) -> str:
     return "### A regex delimiter left pending (a tool header without its <|message|>)\n\n" + table(headers, rows)
 
 
+#: long holds: text a delimiter may still grow from, fed in 4-character chunks (a model stuck
+#: on whitespace, a tool name or header written for a megabyte): (label, template, head, unit)
+LONG_HOLDS = [
+    ("whitespace run (qwen3: \\s*<|im_end|>)", "qwen3", "Hello", " "),
+    ("tool name (qwen3-coder: <function=[^>\\n]+>)", "qwen3-coder", "<tool_call>\n<function=", "x"),
+    ("header whitespace (gpt-oss: ...\\s*<|message|>)", "gpt-oss", "<|channel|>commentary to=functions.f <|constrain|>json", " "),
+]
+
+
+def bench_long_holds(sizes: list[int], ref_sizes: list[int]) -> str:
+    """Each long hold at growing sizes: respc's cost per chunk stays flat (linear in all);
+    the reference rescans the held text at every chunk (quadratic: its cost per chunk grows
+    with the size, so it runs at the small sizes only)."""
+    rows = []
+    for label, name, head, unit in LONG_HOLDS:
+        template = load_template_file(ROOT / "templates" / f"{name}.json")
+        compiled = respc.compile_template(template)
+        ref_template = load_response_template(template) if RefParser is not None else None
+        for size in sorted(set(sizes) | (set(ref_sizes) if ref_template is not None else set())):
+            chunks = chunks_of(head + unit * size)
+            row = [label, f"{size / 1000:,.0f} KB", str(len(chunks))]
+            if size in sizes:
+                elapsed = interleaved({"respc": stream_respc(compiled, chunks)}, 3)["respc"]
+                row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks))]
+            else:
+                row += ["-", "-"]
+            if ref_template is not None:
+                if size in ref_sizes:
+                    start = perf()
+                    expected = stream_ref(ref_template, chunks)()
+                    elapsed = perf() - start
+                    assert stream_respc(compiled, chunks)() == expected, (label, size)
+                    row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks))]
+                else:
+                    row += ["-", "-"]
+            rows.append(row)
+    headers = ["held text", "size", "chunks", "respc s", "respc us/chunk"]
+    if RefParser is not None:
+        headers += ["reference s", "reference us/chunk"]
+    return "### Long holds, 4-character chunks: linear (flat cost per chunk) at any length\n\n" + table(headers, rows)
+
+
+def bench_serving(workloads: list[dict], repeats: int) -> str:
+    """The serving extensions' cost: streaming with spans=True and on_malformed="event",
+    against the default parser (both off), on the same chunks."""
+    rows = []
+    for w in workloads:
+        compiled = respc.compile_template(w["template"])
+        chunks = chunks_of(w["text"])
+
+        def stream(**options):
+            def run():
+                parser = compiled.parser(prefix=w["prefix"], tools=w["tools"], **options)
+                for chunk in chunks:
+                    parser.feed(chunk)
+                return parser.finalize()
+
+            return run
+
+        fns = {
+            "default": stream(),
+            "spans": stream(spans=True),
+            "event": stream(on_malformed="event"),
+            "both": stream(spans=True, on_malformed="event"),
+        }
+        med = interleaved(fns, repeats)
+        rows.append(
+            [w["name"], fmt_us(med["default"] / len(chunks))]
+            + [f"{fmt_us(med[k] / len(chunks))} ({med.ratio(k, 'default'):.2f}x)" for k in ("spans", "event", "both")]
+        )
+    headers = ["workload", "default us/chunk", "spans=True", 'on_malformed="event"', "both"]
+    return f"### Serving extensions' cost, streaming 4-character chunks ({repeats} rounds)\n\n" + table(headers, rows)
+
+
 def bench_one_shot(workloads: list[dict], repeats: int) -> str:
     rows = []
     for w in workloads:
@@ -414,7 +488,9 @@ def bench_compile(workloads: list[dict], repeats: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller long streams")
-    parser.add_argument("--only", choices=["streaming", "flat", "held", "oneshot", "memory", "compile"])
+    parser.add_argument(
+        "--only", choices=["streaming", "flat", "held", "holds", "serving", "oneshot", "memory", "compile"]
+    )
     parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
     )
@@ -435,6 +511,10 @@ def main() -> int:
             [10_000, 100_000, 400_000] + ([] if args.quick else [1_600_000]), 1_600_000, repeats
         ),
         "held": lambda: bench_held_regex(200_000, 20_000, 3),
+        "holds": lambda: bench_long_holds(
+            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000]
+        ),
+        "serving": lambda: bench_serving(workloads, repeats * 3),
         "oneshot": lambda: bench_one_shot(workloads, repeats),
         "memory": lambda: bench_memory(2_000_000 if args.quick else 10_000_000),
         "compile": lambda: bench_compile(workloads, 7 if args.quick else 21),

@@ -17,9 +17,10 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+import regex
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
-from .regexinfo import lazy_group_split, regex_only, word_key_head
+from .regexinfo import lazy_group_split, may_backtrack, regex_only, run_splits, word_key_head
 from .validate import PLACEHOLDER
 from ..runtime.scan import REGEX_WS as _REGEX_WS
 
@@ -148,7 +149,9 @@ def _parse_expr(f: Field, parser_name: str) -> tuple[list[str], str]:
     if f.content == "bool":
         return [], f'{clean}.lower() in ("true", "1")'
     hints = ""
-    if f.content == "xml-inline" and not regex_only(args["tag_pattern"]):
+    if f.content == "xml-inline" and may_backtrack(args["tag_pattern"]):
+        hints = f", {literal({'bounded': True})}"  # matched under the default time bound (finditer)
+    elif f.content == "xml-inline" and not regex_only(args["tag_pattern"]):
         split = lazy_group_split(args["tag_pattern"])
         if split is not None:
             found: dict = {"tag_split": split}
@@ -225,10 +228,21 @@ def _role(w: Watch) -> str:
     return f"{'open' if w.is_open else 'close'} {comment_text(w.field.name)}"
 
 
+#: the suffix of a generated regex's name when the pattern may backtrack without bound
+#: (regexinfo.may_backtrack): its calls pass the parser's time bound (``self._timeout``),
+#: which the others do not pay for (a clock read costs the regex module ~1.4 µs a call)
+BOUNDED = "_BOUNDED"
+
+
+def _bound(name: str, args: str, timeout: str = "self._timeout") -> str:
+    """``args`` of a call of regex ``name``, with the time bound when it needs one."""
+    return f"{args}, timeout={timeout}" if name.endswith(BOUNDED) else args
+
+
 def _rx(name: str, method: str, args: str) -> str:
     """A call of a compiled regex's ``match``/``search``: partial while streaming, plain at end
     of stream (the ``partial=`` keyword costs the regex module ~0.5 µs a call)."""
-    return f"{name}.{method}({args}) if eos else {name}.{method}({args}, partial=True)"
+    return f"{name}.{method}({_bound(name, args)}) if eos else {name}.{method}({_bound(name, args)}, partial=True)"
 
 
 def _tail_from(longest: int) -> str:
@@ -353,7 +367,7 @@ class _ScanWriter(Writer):
             if d.leans:
                 self.line("# a complete match before the end of the buffer may still lean on that end:")
                 self.line("# it commits only if the buffer with one more character gives it again")
-                held = f"if m.partial or (not eos and (e == n or _scan.edge_moves({name}, buf, m))):"
+                held = f"if m.partial or (not eos and (e == n or _scan.edge_moves({_bound(name, f'{name}, buf, m')}))):"
             else:
                 held = "if m.partial or (e == n and not eos):"
             with self.block(held):
@@ -395,7 +409,7 @@ class _ScanWriter(Writer):
             self.line(f"# remember the held match once its head {comment_text(d.gap[0])} has matched")
             self.line(
                 f"self._memo[{slot}] = (m.start() + self._off, n + self._off) "
-                f"if {head_name}.match(buf, m.start()) is not None else None"
+                f"if {head_name}.match({_bound(head_name, 'buf, m.start()')}) is not None else None"
             )
         with self.block("else:"):
             self.line(f"self._memo[{slot}] = None")
@@ -605,7 +619,8 @@ def _end_try(w: Writer, watch: Watch, first: bool, regex_names: dict) -> None:
     shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
     match_arg = "m" if d.groups else "None"
     with w.block(f"if buf.startswith({shown}, k):"):
-        w.line(f"m = {regex_names[d.pattern]}.match(buf, k)")
+        name = regex_names[d.pattern]
+        w.line(f"m = {name}.match({_bound(name, 'buf, k')})")
         test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
         with w.block(f"if {test}:"):
             w.line(f"best = (k, m.end(), {watch.action}, {match_arg})")
@@ -621,10 +636,38 @@ def _pending_entry(state: State, regex_names: dict) -> str | None:
         info = d.lead
         if d.kind != "regex" or info is None or d.gap is not None or (info.ws and not info.all_ws):
             continue
+        if regex_names[d.pattern].endswith(BOUNDED):
+            continue  # (still_pending would match it without the parser's time bound)
         entries.append(f"({literal(tuple(info.prefixes))}, {info.ws}, {regex_names[d.pattern]})")
     if not entries:
         return None
     return "(" + ", ".join(entries) + ",)"
+
+
+def _run_holds(state: State, regex_names: dict, regexes: list[dict]) -> str:
+    """Source of the state's ``runs`` (see runtime/scan.py's State): for each watched regex
+    delimiter ``HEAD C+ F...`` (regexinfo.run_splits), the regexes that tell a held match
+    inside its run of ``C``, compiled at module level."""
+    entries = []
+    for w in state.watches:
+        d = w.delim
+        if d.kind != "regex" or regex_names[d.pattern].endswith(BOUNDED):
+            continue
+        for number, (head, run_class, stop, rest) in enumerate(run_splits(d.pattern)):
+            names = []
+            for suffix, source in (
+                ("ALIVE", f"(?:{head}){run_class}*"),
+                ("PAST", f"(?:{head}){run_class}*{regex.escape(stop)}"),
+                ("REST", f"(?:{rest})"),
+                ("RUN", f"{run_class}+"),
+            ):
+                name = f"{regex_names[d.pattern]}_{suffix}_{number}"
+                if not any(r["name"] == name for r in regexes):
+                    note = f" (run hold {number}: {suffix.lower()})"
+                    regexes.append({"name": name, "pattern": source, "path": comment_text(d.path) + note})
+                names.append(name)
+            entries.append(f"({', '.join(names)}, {literal(stop)})")
+    return "(" + "".join(e + ", " for e in entries) + ")" if entries else "()"
 
 
 def _quiet_state(
@@ -694,7 +737,8 @@ def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
     name = regex_names[anchor.regex_source]
     w = Writer()
     w.line("last = -1")
-    with w.block(f"for m in {name}.finditer(prefix):"):
+    # (a prefix is parsed before any parser setting applies: the default time bound)
+    with w.block(f"for m in {name}.finditer({_bound(name, 'prefix', '_scan.REGEX_TIMEOUT')}):"):
         w.line("last = m.end()")
     w.line("return prefix if last < 0 else prefix[last:]")
     return w.lines
@@ -729,9 +773,11 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
 
     def add_regex(pattern: str, path: str, ident: str) -> None:
         if pattern not in regex_names:
-            name = f"_RE_{ident.upper()}_{len(regexes)}"
+            bounded = may_backtrack(pattern)
+            name = f"_RE_{ident.upper()}_{len(regexes)}" + (BOUNDED if bounded else "")
             regex_names[pattern] = name
-            regexes.append({"name": name, "pattern": pattern, "path": comment_text(path)})
+            note = " (may backtrack without bound: matched under the time bound)" if bounded else ""
+            regexes.append({"name": name, "pattern": pattern, "path": comment_text(path) + note})
 
     for f, ident in zip(ir.fields, idents):
         for d, role in ((f.open, "open"), (f.close, "close")):
@@ -743,7 +789,9 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                     memo_info.append((watched_in, d.gap[1]))
                     head = ("head", d.gap[0])
                     if head not in regex_names:
-                        regex_names[head] = f"_RE_{ident.upper()}_{role.upper()}_HEAD_{len(regexes)}"
+                        regex_names[head] = f"_RE_{ident.upper()}_{role.upper()}_HEAD_{len(regexes)}" + (
+                            BOUNDED if may_backtrack(d.gap[0]) else ""
+                        )
                         regexes.append(
                             {"name": regex_names[head], "pattern": d.gap[0], "path": comment_text(d.path) + " (head)"}
                         )
@@ -770,6 +818,9 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
         quiet = quiet_of[s.index] = _quiet_state(s, idents, regex_names, memo_slots, ir.context, tables)
         if quiet is not None:
             methods.append(quiet)
+    runs_of: dict[int, str] = {}  # IR state index -> its run holds (see _run_holds)
+    for s in ir.states:
+        runs_of[s.index] = _run_holds(s, regex_names, regexes)
     free_state = ir.states[-1]
     state_records = []
     # per runtime state (fields in order, then the free state): the IR state it scans in
@@ -789,6 +840,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "quiet": quiet["name"] if quiet else "None",
                 "memos": literal(memos),
                 "ws_hold": bool(quiet and quiet["ws_hold"]),
+                "runs": runs_of[st.index],
             }
         )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]

@@ -16,6 +16,7 @@ Both are conservative: a pattern they do not fully understand gets ``None`` /
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 
@@ -27,6 +28,8 @@ __all__ = [
     "lead",
     "leans_on_end",
     "lookback",
+    "may_backtrack",
+    "run_splits",
     "regex_only",
     "word_key_head",
 ]
@@ -470,6 +473,20 @@ def _unique_group_names(pattern: str) -> str:
 
 
 # --- leaning on the end of the input ----------------------------------------------
+def _sre_tree(pattern: str) -> tuple[Any, Any] | None:
+    """Python's parse tree of ``pattern`` (DOTALL, as templates are compiled) and the module
+    of its opcodes, or None when ``re`` cannot read it."""
+    try:
+        import re._parser as sre_parse
+        import re._constants as sre
+    except ImportError:  # pragma: no cover - older Pythons
+        return None
+    try:
+        return sre_parse.parse(_unique_group_names(pattern), 16), sre
+    except Exception:  # noqa: BLE001 - regex-module syntax
+        return None
+
+
 def leans_on_end(pattern: str) -> bool:
     """True when a complete match of ``pattern`` that ends *before* the end of the text may
     change if the text goes on (transformers 5.24's rule: such a match is final only if
@@ -484,15 +501,10 @@ def leans_on_end(pattern: str) -> bool:
     """
     if regex_only(pattern) or "\x00" in pattern:
         return True
-    try:
-        import re._parser as sre_parse
-        import re._constants as sre
-    except ImportError:  # pragma: no cover
+    parsed = _sre_tree(pattern)
+    if parsed is None:
         return True
-    try:
-        tree = sre_parse.parse(_unique_group_names(pattern), 16)
-    except Exception:  # noqa: BLE001
-        return True
+    tree, sre = parsed
 
     end_codes = {sre.AT_END, sre.AT_END_STRING, sre.AT_END_LINE}
     single = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
@@ -568,3 +580,132 @@ def leans_on_end(pattern: str) -> bool:
         return False
 
     return leans(tree, True)
+
+
+# --- backtracking that can run away -------------------------------------------------
+def may_backtrack(pattern: str) -> bool:
+    """True when matching ``pattern`` may take time exponential in the text: a repetition
+    (``*``, ``+``, ``{m,n}`` with n > 1) around something that can itself match in several
+    ways (a repetition of varying count, or an alternation: ``(a+)+``, ``(a|aa)*``), or a
+    back reference. Such patterns get the parser's
+    regex time bound (see runtime/scan.py); every other one is matched without it, since a
+    clock read costs the regex module about three times a typical delimiter match.
+
+    Conservative: True when the pattern is not understood (regex-module-only syntax).
+    """
+    if regex_only(pattern):
+        return True
+    parsed = _sre_tree(pattern)
+    if parsed is None:
+        return True
+    tree, sre = parsed
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT}
+    possessive = getattr(sre, "POSSESSIVE_REPEAT", None)
+    atomic = getattr(sre, "ATOMIC_GROUP", None)
+
+    def ambiguous(items) -> bool:
+        """True when ``items`` (a parsed sequence) holds a repetition or an alternation that
+        backtracking can try in several ways, or a back reference."""
+        for op, av in items:
+            if op in repeats:
+                low, high, body = av
+                if high > low or ambiguous(body):
+                    return True
+            elif op == sre.BRANCH:
+                return True
+            elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+                return True
+            elif op == sre.SUBPATTERN:
+                if ambiguous(av[-1]):
+                    return True
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                if ambiguous(av[1]):
+                    return True
+        return False
+
+    def runaway(items) -> bool:
+        for op, av in items:
+            if op in repeats:
+                low, high, body = av
+                if high > 1 and ambiguous(body):
+                    return True
+                if runaway(body):
+                    return True
+            elif op in (possessive, atomic) and op is not None:
+                continue  # no backtracking into it
+            elif op == sre.BRANCH:
+                if any(runaway(branch) for branch in av[1]):
+                    return True
+            elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+                return True
+            elif op == sre.SUBPATTERN:
+                if runaway(av[-1]):
+                    return True
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                if runaway(av[1]):
+                    return True
+        return False
+
+    return runaway(tree)
+
+
+# --- a held match inside a run of one character class ---------------------------------
+_LOOKS_AROUND = ("(?=", "(?!", "(?<=", "(?<!", "\\b", "\\B", "\\Z", "\\A", "\\z", "\\G", "(?P=", "(?(")
+_RUN_ITEM = regex.compile(r"(?:\((?:\?:|\?P<\w+>)?)?(\[(?:\\.|[^\]\\])+\]|\\[SWDswd]|\.)[+*]\)?")
+
+
+def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
+    r"""Every way to split ``pattern`` as ``HEAD C+ F REST`` (or ``HEAD C* F REST``) into
+    ``(HEAD, C, F, REST)``, where ``C`` is one character class repeated without bound at the top
+    level (``[^>\n]+``, maybe in a group: a function name; ``\s*``) and ``F`` a literal
+    character ``C`` does not match, required right after it. None for a pattern with
+    top-level alternatives, lookarounds, anchors or back references (the text after a
+    match could change it).
+
+    A partial match whose text is ``HEAD`` then characters of ``C`` stays partial while
+    only characters of ``C`` follow: it may go on in the run forever, and no way of
+    matching can complete without an ``F``, unless one has consumed an ``F`` already and
+    is still alive (the runtime checks that there is none: no prefix of the text ending
+    in an ``F`` is ``HEAD C* F`` with the rest a beginning of ``REST``). So a parser may
+    hold such a match without rescanning it (runtime/base.py).
+    """
+    if regex_only(pattern) or any(token in pattern for token in _LOOKS_AROUND):
+        return []
+    if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
+        return []
+    for i, c, depth in _structure(pattern):
+        if (depth == 0 and c == "|") or c in "^$":
+            return []  # top-level alternatives (HEAD would not be one thing), or anchors
+    found = []
+    for match in _RUN_ITEM.finditer(pattern):
+        start, end = match.span()
+        if start and pattern[start - 1] == "\\":
+            continue
+        if (pattern[start] == "(") != (pattern[end - 1] == ")"):
+            continue  # a group opened or closed without the other
+        head, run_class, rest = pattern[:start], match.group(1), pattern[end:]
+        if not _balanced(head) or not rest or (rest[0] in _META and rest[0] != "\\"):
+            continue
+        try:
+            char, next_at = _escape(rest, 0) if rest[0] == "\\" else (rest[0], 1)
+        except _Unknown:
+            continue
+        if len(char) != 1 or rest[next_at : next_at + 1] in ("?", "*", "{", "+"):
+            continue  # not one required literal character
+        if regex.fullmatch(run_class, char, flags=regex.DOTALL) is not None:
+            continue  # the run could swallow it
+        found.append((head, run_class, char, rest[next_at:]))
+    return found
+
+
+def _balanced(text: str) -> bool:
+    """True when ``text`` (a pattern prefix) closes every group it opens."""
+    depth = 0
+    for _, c, _ in _structure(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0

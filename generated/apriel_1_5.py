@@ -53,6 +53,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]\\s*|\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_REASONING_CONTENT_CLOSE_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold 0: alive)
+_RE_REASONING_CONTENT_CLOSE_0_PAST_0 = _regex.compile(
+    "(?:)\\s*\\[", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold 0: past)
+_RE_REASONING_CONTENT_CLOSE_0_REST_0 = _regex.compile(
+    "(?:BEGIN FINAL RESPONSE\\])", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold 0: rest)
+_RE_REASONING_CONTENT_CLOSE_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -460,6 +472,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_0_ALIVE_0,
+                    _RE_REASONING_CONTENT_CLOSE_0_PAST_0,
+                    _RE_REASONING_CONTENT_CLOSE_0_REST_0,
+                    _RE_REASONING_CONTENT_CLOSE_0_RUN_0,
+                    "[",
+                ),
+            ),
         ),
         # fields.tool_calls
         _scan.State(
@@ -469,6 +490,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -478,6 +500,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -487,5 +510,6 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(),
         ),
     )

@@ -305,6 +305,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -314,6 +315,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content
         _scan.State(
@@ -323,6 +325,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -332,5 +335,6 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
     )

@@ -43,6 +43,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile("```\\s*", _regex.DOTALL)  # fields.tool
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:\\|END_OF_TURN_TOKEN\\|>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -302,6 +314,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -311,6 +324,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -320,5 +342,14 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

@@ -54,6 +54,44 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_ANCHOR_3 = _regex.compile(
     "<｜tool▁outputs▁end｜>|<｜Assistant｜>", _regex.DOTALL
 )  # start_anchor
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:```)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:```)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:｜tool▁call▁end｜>)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>)\\w*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>)\\w*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:｜tool▁sep｜>(?P<name>[^\\n`]+)\\s*```json)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\w+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>(?P<name>[^\\n`]+))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>(?P<name>[^\\n`]+))\\s*`",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:``json)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -378,6 +416,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -387,6 +426,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -396,6 +444,22 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "`",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -405,5 +469,21 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "`",
+                ),
+            ),
         ),
     )

@@ -51,6 +51,18 @@ _RE_CONTENT_CLOSE_1 = _regex.compile(
 _RE_ANCHOR_2 = _regex.compile(
     "<｜Assistant｜>(?:</think>)?|<｜tool▁output▁end｜>", _regex.DOTALL
 )  # start_anchor_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>)[^<]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>)[^<]*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:｜tool▁sep｜>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "[^<]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -344,6 +356,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -353,6 +366,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -362,6 +376,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -371,5 +394,14 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

@@ -53,6 +53,44 @@ _RE_CONTENT_CLOSE_1 = _regex.compile(
 _RE_ANCHOR_2 = _regex.compile(
     "(?:<｜Assistant｜>|</function_results>\\s*)(?:</think>)?", _regex.DOTALL
 )  # start_anchor_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke)\\s*n", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    '(?:ame="(?P<name>[^"]+)"\\s*>)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    '(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke\\s+name=")[^"]*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    '(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke\\s+name=")[^"]*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:\\s*>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_2 = _regex.compile(
+    '(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke\\s+name="(?P<name>[^"]+)")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 2: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_2 = _regex.compile(
+    '(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke\\s+name="(?P<name>[^"]+)")\\s*>',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 2: past)
+_RE_TOOL_CALLS_OPEN_0_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_2 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -364,6 +402,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -373,6 +412,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -382,6 +422,29 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "n",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    ">",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -391,5 +454,28 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "n",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    ">",
+                ),
+            ),
         ),
     )

@@ -41,6 +41,30 @@ _RE_TOOL_CALLS_OPEN_0 = _regex.compile(
 _RE_CONTENT_CLOSE_1 = _regex.compile(
     "\\s*\\[\\|endofturn\\|\\]", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:tool_call>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:)\\s*\\[", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_1_REST_0 = _regex.compile(
+    "(?:\\|endofturn\\|\\])", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -347,6 +371,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -356,6 +381,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -365,6 +391,22 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_1_ALIVE_0,
+                    _RE_CONTENT_CLOSE_1_PAST_0,
+                    _RE_CONTENT_CLOSE_1_REST_0,
+                    _RE_CONTENT_CLOSE_1_RUN_0,
+                    "[",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -374,5 +416,21 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_1_ALIVE_0,
+                    _RE_CONTENT_CLOSE_1_PAST_0,
+                    _RE_CONTENT_CLOSE_1_REST_0,
+                    _RE_CONTENT_CLOSE_1_RUN_0,
+                    "[",
+                ),
+            ),
         ),
     )

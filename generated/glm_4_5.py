@@ -56,6 +56,30 @@ _RE_TOOL_CALLS_OPEN_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|user\\|>|<\\|observation\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold 0: alive)
+_RE_REASONING_CONTENT_OPEN_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold 0: past)
+_RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
+    "(?:think>)", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold 0: rest)
+_RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
+    "(?:tool_call>\\s*(?P<name>[^\\s<]+))", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -445,6 +469,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -454,6 +479,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -463,6 +489,22 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
+                    _RE_REASONING_CONTENT_OPEN_0_PAST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_REST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -472,5 +514,21 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
+                    _RE_REASONING_CONTENT_OPEN_0_PAST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_REST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

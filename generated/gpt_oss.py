@@ -67,6 +67,20 @@ _RE_CONTENT_OPEN_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4 = _regex.compile(
     "<\\|(?:end|return|call)\\|>", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)|to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis))(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)|to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis))(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*<",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
+    "(?:\\|message\\|>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -500,6 +514,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -509,6 +524,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content
         _scan.State(
@@ -518,6 +534,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -527,5 +544,14 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

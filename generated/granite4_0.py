@@ -52,6 +52,129 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    '(?:tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*<tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*<tool_call>)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    '(?:\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_2 = _regex.compile(
+    "(?:\\s*<tool_call>\\s*\\{)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_2 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: past)
+_RE_TOOL_CALLS_OPEN_0_REST_2 = _regex.compile(
+    '(?:name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_2 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_3 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name")\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 3: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_3 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name")\\s*:', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 3: past)
+_RE_TOOL_CALLS_OPEN_0_REST_3 = _regex.compile(
+    '(?:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 3: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_3 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 3: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_4 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:)\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 4: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_4 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 4: past)
+_RE_TOOL_CALLS_OPEN_0_REST_4 = _regex.compile(
+    '(?:(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 4: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_4 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 4: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_5 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_5 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: past)
+_RE_TOOL_CALLS_OPEN_0_REST_5 = _regex.compile(
+    '(?:\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_5 = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_6 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 6: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_6 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*,', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 6: past)
+_RE_TOOL_CALLS_OPEN_0_REST_6 = _regex.compile(
+    '(?:\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 6: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_6 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 6: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_7 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 7: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_7 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 7: past)
+_RE_TOOL_CALLS_OPEN_0_REST_7 = _regex.compile(
+    '(?:arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 7: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_7 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 7: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_8 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 8: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_8 = _regex.compile(
+    '(?:\\s*<tool_call>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*:',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 8: past)
+_RE_TOOL_CALLS_OPEN_0_REST_8 = _regex.compile(
+    "(?:\\s*)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 8: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_8 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 8: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:\\|end_of_text\\|>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -296,6 +419,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -305,6 +429,78 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_3,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_3,
+                    _RE_TOOL_CALLS_OPEN_0_REST_3,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_3,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_4,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_4,
+                    _RE_TOOL_CALLS_OPEN_0_REST_4,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_4,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_5,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_5,
+                    _RE_TOOL_CALLS_OPEN_0_REST_5,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_5,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_6,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_6,
+                    _RE_TOOL_CALLS_OPEN_0_REST_6,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_6,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_7,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_7,
+                    _RE_TOOL_CALLS_OPEN_0_REST_7,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_7,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_8,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_8,
+                    _RE_TOOL_CALLS_OPEN_0_REST_8,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    ":",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -314,5 +510,77 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_3,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_3,
+                    _RE_TOOL_CALLS_OPEN_0_REST_3,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_3,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_4,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_4,
+                    _RE_TOOL_CALLS_OPEN_0_REST_4,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_4,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_5,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_5,
+                    _RE_TOOL_CALLS_OPEN_0_REST_5,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_5,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_6,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_6,
+                    _RE_TOOL_CALLS_OPEN_0_REST_6,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_6,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_7,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_7,
+                    _RE_TOOL_CALLS_OPEN_0_REST_7,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_7,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_8,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_8,
+                    _RE_TOOL_CALLS_OPEN_0_REST_8,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    ":",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

@@ -46,6 +46,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|end_of_text\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:tool_call>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -352,6 +364,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -361,6 +374,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -370,5 +392,14 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

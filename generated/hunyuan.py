@@ -284,6 +284,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -293,6 +294,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content
         _scan.State(
@@ -302,6 +304,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -311,5 +314,6 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
     )

@@ -56,6 +56,20 @@ _RE_TOOL_CALLS_OPEN_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|tool_calls?_section_end\\|>|<\\|im_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+))\\s*<",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
+    "(?:\\|tool_call_argument_begin\\|>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -326,6 +340,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -335,6 +350,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -344,6 +360,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -353,5 +378,14 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

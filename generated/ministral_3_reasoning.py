@@ -46,6 +46,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 )  # fields.tool_calls.close_pattern
 _RE_CONTENT_CLOSE_2 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:/s>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -340,6 +352,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -349,6 +362,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -358,6 +372,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -367,5 +390,14 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

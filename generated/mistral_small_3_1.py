@@ -39,6 +39,18 @@ TEMPLATE = {
 # Regex delimiters, compiled once (DOTALL on, MULTILINE off, as the reference does).
 _RE_CONTENT_CLOSE_0 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.content.close_pattern
 _RE_ANCHOR_1 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_CONTENT_CLOSE_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_0_REST_0 = _regex.compile(
+    "(?:/s>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -246,6 +258,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -255,6 +268,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_0_ALIVE_0,
+                    _RE_CONTENT_CLOSE_0_PAST_0,
+                    _RE_CONTENT_CLOSE_0_REST_0,
+                    _RE_CONTENT_CLOSE_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -264,5 +286,14 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_0_ALIVE_0,
+                    _RE_CONTENT_CLOSE_0_PAST_0,
+                    _RE_CONTENT_CLOSE_0_REST_0,
+                    _RE_CONTENT_CLOSE_0_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

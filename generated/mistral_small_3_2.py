@@ -46,6 +46,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 )  # fields.tool_calls.close_pattern
 _RE_CONTENT_CLOSE_2 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:/s>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -281,6 +293,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -290,6 +303,15 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -299,5 +321,14 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "<",
+                ),
+            ),
         ),
     )

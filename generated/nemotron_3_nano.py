@@ -49,6 +49,42 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:tool_call>\\s*<function=(?P<name>[^>\\n]+)>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*<tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*<tool_call>)\\s*<", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:function=(?P<name>[^>\\n]+)>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_2 = _regex.compile(
+    "(?:\\s*<tool_call>\\s*<function=)[^>\\n]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_2 = _regex.compile(
+    "(?:\\s*<tool_call>\\s*<function=)[^>\\n]*>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: past)
+_RE_TOOL_CALLS_OPEN_0_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_2 = _regex.compile(
+    "[^>\\n]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 2: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -394,6 +430,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -403,6 +440,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -412,6 +450,29 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    ">",
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -421,5 +482,28 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_2,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_2,
+                    _RE_TOOL_CALLS_OPEN_0_REST_2,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_2,
+                    ">",
+                ),
+            ),
         ),
     )

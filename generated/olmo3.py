@@ -91,6 +91,7 @@ _parse_tool_calls = _content.make_parser(
         "tag_pattern": "(?P<key>[A-Za-z_][A-Za-z0-9_]*)\\s*=\\s*(?P<value>\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|(?P<arr>\\[(?:[^\\[\\]\"']|\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|(?&arr))*\\])|(?P<obj>\\{(?:[^{}\"']|\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|(?&obj))*\\})|[^,\\s()\\[\\]{}]+)",
         "value_parser": {"name": "json", "args": {"allow_non_json": True}},
     },
+    {"bounded": True},
 )
 
 
@@ -327,6 +328,7 @@ class Parser(_base.ParserBase):
             quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.tool_calls
         _scan.State(
@@ -336,6 +338,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -345,6 +348,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -354,5 +358,6 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
     )

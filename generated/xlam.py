@@ -272,6 +272,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -281,6 +282,7 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
         # the free state
         _scan.State(
@@ -290,5 +292,6 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
+            runs=(),
         ),
     )

@@ -34,7 +34,12 @@ from .api import (  # noqa: E402
     load,
     parse_response,
 )
+from . import ray  # noqa: E402  (Ray Data helpers; imports no `ray` package)
+from .batch import BatchError, RowError, parse_batch  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
+from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
+from .runtime.base import RegexTimeout  # noqa: E402
+from .runtime.scan import REGEX_TIMEOUT  # noqa: E402
 
 #: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
 #: compiler are available), False when it runs from its Python sources. Those are what
@@ -51,13 +56,18 @@ __all__ = [
     "__version__",
     "COMPILED_RUNTIME",
     "RUNTIME_INFO",
+    "REGEX_TIMEOUT",
+    "RegexTimeout",
+    "BatchError",
     "CompiledTemplate",
     "ResponseParser",
+    "RowError",
     "TemplateError",
     "TemplateWarning",
     "bundled_templates",
     "compile_template",
     "get_response_parser",
     "load",
+    "parse_batch",
     "parse_response",
 ]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import difflib
 import marshal
 import os
+import pickle
 import re
+import sys
 import threading
 import types
 from collections.abc import Callable, Iterable
@@ -21,6 +23,7 @@ from .compiler import canonical_json, compile_source, format_source, hash_canoni
 from .compiler.validate import TemplateError, validate_template
 from .runtime import loader
 from .runtime.base import PREFIX_REQUIRED, ParserBase
+from .runtime.scan import REGEX_TIMEOUT
 
 __all__ = [
     "CompiledTemplate",
@@ -62,6 +65,12 @@ class CompiledTemplate:
     A template compiled at run time executes its module as emitted; ``source`` is that
     code formatted with black, worked out when first asked for (formatting costs far more
     than compiling, and changes only layout: black checks that the code means the same).
+
+    It pickles by what defines it, so it travels to other processes (process pools, HF
+    ``datasets`` workers, Ray): a bundled template by its name, any other by its template
+    dict, each with its hash. Unpickling loads the bundled module, or compiles the template
+    through the usual caches, and checks that the hash is the same (it is not under another
+    respc version). ``copy.copy`` and ``copy.deepcopy`` give the object itself: it is immutable.
     """
 
     __slots__ = ("hash", "_source", "_formatted", "template", "module", "Parser", "name")
@@ -74,6 +83,7 @@ class CompiledTemplate:
         self._source = source
         self._formatted = formatted
         self.name = name
+        _BY_PARSER.setdefault(self.Parser, self)
 
     @property
     def source(self) -> str:
@@ -83,17 +93,58 @@ class CompiledTemplate:
             self._formatted = True
         return self._source
 
-    def parser(self, *, prefix: str | None = None, tools: Tools = None) -> ParserBase:
-        """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``."""
-        return self.Parser(prefix, tools=_tool_list(tools) if tools is not None else None)
+    def parser(
+        self,
+        *,
+        prefix: str | None = None,
+        tools: Tools = None,
+        spans: bool = False,
+        on_malformed: str = "raise",
+        regex_timeout: float | None = REGEX_TIMEOUT,
+    ) -> ParserBase:
+        """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``.
 
-    def parse(self, text: str | list[str], *, prefix: str | list[str] | None = None, tools: Tools = None):
-        """Parse a whole output (a dict), or a list of outputs (a list of dicts)."""
+        ``spans=True``: region_open/region_close carry the ``start``/``end`` offsets of their
+        delimiter in the parser's input (the cut prefix, then the output), region_chunk its
+        ``start``, and region_open the open pattern's named ``captures``.
+        ``on_malformed="event"``: a region whose content fails to parse ends in a
+        ``region_malformed`` event (``field``, ``error``, ``text``) and parsing goes on;
+        the default ``"raise"`` raises the error, as the reference does.
+        ``regex_timeout``: seconds one call of a template regex that may backtrack without
+        bound may take (None: no bound); past it the region is malformed (a
+        ``respc.RegexTimeout`` with ``on_malformed="raise"``).
+        """
+        return self.Parser(
+            prefix,
+            tools=_tool_list(tools) if tools is not None else None,
+            spans=spans,
+            on_malformed=on_malformed,
+            regex_timeout=regex_timeout,
+        )
+
+    def parse(
+        self,
+        text: str | list[str],
+        *,
+        prefix: str | list[str] | None = None,
+        tools: Tools = None,
+        on_malformed: str = "raise",
+        regex_timeout: float | None = REGEX_TIMEOUT,
+    ):
+        """Parse a whole output (a dict), or a list of outputs (a list of dicts).
+
+        ``on_malformed="collect"`` returns ``(message, errors)`` (``(messages, errors)`` for
+        a list): a region whose content fails to parse is left out of the message, and
+        ``errors`` lists its region_malformed event (``field``, ``error``, ``text``, and for a
+        list the ``index`` of the text). ``regex_timeout``: see :meth:`parser`.
+        """
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if tools is not None:
             tools = _tool_list(tools)
         Parser = self.Parser
+        if on_malformed != "raise" or regex_timeout is not REGEX_TIMEOUT:
+            return self._parse_collecting(text, prefix, tools, on_malformed, regex_timeout)
         if isinstance(text, str):
             if not isinstance(prefix, str):
                 if not isinstance(prefix, (list, tuple)):
@@ -120,9 +171,97 @@ class CompiledTemplate:
             out.append(Parser.parse_whole(item_prefix, item, tools))
         return out
 
+    def _parse_collecting(self, text: Any, prefix: Any, tools: Any, on_malformed: Any, regex_timeout: Any) -> Any:
+        """parse() with ``on_malformed="collect"`` (the messages and the errors met), or
+        another time bound."""
+        if on_malformed not in ("raise", "collect"):
+            raise ValueError(f"on_malformed must be 'raise' or 'collect' for a whole output, got {on_malformed!r}")
+        collect = on_malformed == "collect"
+        errors: list[dict] = []
+        if isinstance(text, str):
+            if not isinstance(prefix, str):
+                return self.parse(text, prefix=prefix, tools=tools), errors  # raises the usual error
+            message = self.Parser.parse_whole(prefix, text, tools, errors if collect else None, regex_timeout)
+            return (message, errors) if collect else message
+        if not isinstance(text, (list, tuple)):
+            return self.parse(text, prefix=prefix, tools=tools), errors  # raises the usual error
+        prefixes = [prefix] * len(text) if isinstance(prefix, str) else prefix
+        if not isinstance(prefixes, (list, tuple)) or len(prefixes) != len(text):
+            return self.parse(text, prefix=prefix, tools=tools), errors  # raises the usual error
+        messages = []
+        for index, (item, item_prefix) in enumerate(zip(text, prefixes)):
+            if item_prefix is None:
+                raise ValueError(PREFIX_REQUIRED)
+            found: list[dict] = []
+            messages.append(self.Parser.parse_whole(item_prefix, item, tools, found if collect else None, regex_timeout))
+            errors += [{**error, "index": index} for error in found]
+        return (messages, errors) if collect else messages
+
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<CompiledTemplate{label} {self.hash[:19]}...>"
+
+    def __reduce__(self) -> tuple[Callable[..., CompiledTemplate], tuple]:
+        # a bundled template by its name (its generated module is in every install), any
+        # other by its template; the version only makes a mismatch's error say what differs
+        defined_by = (self.name, None) if self.name is not None else (None, self.template)
+        return _restore_template, (*defined_by, self.hash, __version__)
+
+    def __copy__(self) -> CompiledTemplate:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> CompiledTemplate:
+        return self
+
+
+def _restore_template(name: str | None, template: dict | None, digest: str, version: str) -> CompiledTemplate:
+    """Unpickle a CompiledTemplate (see ``CompiledTemplate.__reduce__``): the bundled template
+    ``name``, or ``template`` compiled, checked to have the hash ``digest`` it had where it was
+    pickled (by respc ``version``)."""
+    what = f"the bundled template {name!r}" if name is not None else "a template compiled at run time"
+    where = f"unpickling a respc CompiledTemplate ({what}, pickled by respc {version})"
+    if version != __version__:
+        fix = (
+            f"this process runs respc {__version__}: install respc {version} here too "
+            "(every process and worker needs the same respc version)"
+        )
+    else:
+        fix = f"both run respc {version}, but from different installs or checkouts: run every process from one install"
+    try:
+        compiled = load(name) if name is not None else compile_template(template)
+    except TemplateError as exc:
+        raise pickle.UnpicklingError(f"{where}: {exc}; {fix}") from exc
+    if compiled.hash != digest:
+        raise pickle.UnpicklingError(
+            f"{where}: it has hash {digest} there but {compiled.hash} here, so it would not parse alike; {fix}"
+        )
+    return compiled
+
+
+def _parser_reduce_args(parser_class: type[ParserBase]) -> CompiledTemplate:
+    """The CompiledTemplate that the generated ``Parser`` class ``parser_class`` belongs to:
+    what a pickled streaming parser names its template by (it pickles by what defines it).
+
+    Every CompiledTemplate registers its Parser class; a generated module imported
+    directly (``from respc.generated.qwen3 import Parser``) is found in ``sys.modules``
+    (modules compiled at run time are not there) and compiled, which gives its bundled
+    template back."""
+    compiled = _BY_PARSER.get(parser_class)
+    if compiled is not None:
+        return compiled
+    module = sys.modules.get(getattr(parser_class, "__module__", None) or "")
+    if getattr(module, "Parser", None) is not parser_class or not isinstance(getattr(module, "TEMPLATE", None), dict):
+        raise TypeError(
+            f"{getattr(parser_class, '__qualname__', parser_class)!r} is not the Parser class of a respc generated "
+            "module: make parsers with respc.compile_template(template).parser() or respc.ResponseParser()"
+        )
+    compiled = compile_template(module.TEMPLATE)
+    if compiled.hash != module.TEMPLATE_HASH:
+        raise TypeError(
+            f"{module.__name__} was generated as {module.TEMPLATE_HASH} but its template compiles to "
+            f"{compiled.hash} under respc {__version__}: regenerate it (respc build, or respc compile)"
+        )
+    return compiled
 
 
 _LOCK = threading.Lock()
@@ -132,6 +271,8 @@ _BY_NAME: dict[str, CompiledTemplate] = {}
 # the dict keeps its id from being reused while the entry exists
 _BY_OBJECT: dict[int, tuple[dict, bytes, CompiledTemplate]] = {}
 _BY_OBJECT_MAX = 256
+# a generated Parser class -> the first CompiledTemplate made of its module (_parser_reduce_args)
+_BY_PARSER: dict[type, CompiledTemplate] = {}
 
 
 def _snapshot(template: dict) -> bytes | None:
@@ -328,16 +469,23 @@ def parse_response(
     *,
     prefix: str | list[str] | None = None,
     tools: Tools = None,
+    on_malformed: str = "raise",
+    regex_timeout: float | None = REGEX_TIMEOUT,
 ):
     """Parse whole model output(s) into message dict(s).
 
     ``text`` a str gives a dict; a list of str gives a list. ``prefix`` (required;
     ``""`` opts out) is the chat prompt before the generation: a str used for every
     text, or a list with one prefix per text. ``tools`` types tool-call arguments.
+    ``on_malformed="collect"`` returns ``(message, errors)`` instead of raising on a
+    region whose content fails to parse, and ``regex_timeout`` bounds a regex that may
+    backtrack without bound (see CompiledTemplate.parse and .parser).
     """
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
-    return compile_template(template).parse(text, prefix=prefix, tools=tools)
+    return compile_template(template).parse(
+        text, prefix=prefix, tools=tools, on_malformed=on_malformed, regex_timeout=regex_timeout
+    )
 
 
 def get_response_parser(
@@ -345,9 +493,15 @@ def get_response_parser(
     *,
     prefix: str | None = None,
     tools: Tools = None,
+    spans: bool = False,
+    on_malformed: str = "raise",
+    regex_timeout: float | None = REGEX_TIMEOUT,
 ) -> ParserBase:
-    """A streaming parser for one generation (see :class:`ResponseParser`)."""
-    return compile_template(template).parser(prefix=prefix, tools=tools)
+    """A streaming parser for one generation (see :class:`ResponseParser` and
+    CompiledTemplate.parser for ``spans``, ``on_malformed`` and ``regex_timeout``)."""
+    return compile_template(template).parser(
+        prefix=prefix, tools=tools, spans=spans, on_malformed=on_malformed, regex_timeout=regex_timeout
+    )
 
 
 class _ResponseParserMeta(type):
@@ -370,5 +524,16 @@ class ResponseParser(metaclass=_ResponseParserMeta):
         message, final_events = parser.finalize()
     """
 
-    def __new__(cls, template: Any, prefix: str | None = None, *, tools: Tools = None) -> ParserBase:  # type: ignore[misc]
-        return compile_template(template).parser(prefix=prefix, tools=tools)
+    def __new__(  # type: ignore[misc]
+        cls,
+        template: Any,
+        prefix: str | None = None,
+        *,
+        tools: Tools = None,
+        spans: bool = False,
+        on_malformed: str = "raise",
+        regex_timeout: float | None = REGEX_TIMEOUT,
+    ) -> ParserBase:
+        return compile_template(template).parser(
+            prefix=prefix, tools=tools, spans=spans, on_malformed=on_malformed, regex_timeout=regex_timeout
+        )

@@ -2,6 +2,8 @@
 
     respc compile TEMPLATE [-o FILE] [--no-format] [--strict]  print or write the generated module
     respc parse TEMPLATE [FILE|-] (--prefix-file F | --no-prefix) [--tools-file F] [--stream] [--chunk-size N]
+    respc parse-batch TEMPLATE INPUT.jsonl|.parquet -o OUT (--prefix-column C | --prefix-file F | --no-prefix)
+                                                          parse a column of outputs; resumable (docs/scale.md)
     respc build [--check] [--templates DIR] [--out DIR]   regenerate generated/ from templates/
     respc list                                            the bundled templates
     respc lint TEMPLATE                                   what makes the template fragile (exit 1: findings)
@@ -31,7 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
@@ -42,6 +47,8 @@ from ._version import __version__
 
 EXIT_USAGE = 2
 EXIT_STALE = 1
+#: parse-batch stopped by Ctrl-C (128 + SIGINT, as shells report it); a rerun continues it
+EXIT_INTERRUPTED = 130
 
 
 class UserError(Exception):
@@ -349,6 +356,385 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- parse-batch --------------------------------------------------------------------------
+
+#: rows per block: parse-batch reads, parses and writes a block at a time (memory stays
+#: bounded), and a rerun after an interrupt continues after the last block written
+BLOCK_ROWS = 10_000
+
+BATCH_PREFIX_REQUIRED = (
+    "parse-batch needs --prefix-column C (each row's chat prompt), --prefix-file F (one prompt for every row) "
+    "or --no-prefix: chat templates often pre-write part of the assistant message (an opening <think>, a "
+    "prefill) that the parser must see; pass --no-prefix when the outputs hold the complete messages"
+)
+
+
+def _json_line(value: Any) -> str:
+    """``value`` as one line of strict JSON that UTF-8 can encode, as ``_json_text`` writes
+    it (NaN and the infinities as strings, any depth, ``\\uXXXX`` escapes for a lone
+    surrogate), through ``json.dumps`` where that gives the same: nearly always, and faster."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):
+        text = _dumps(value, None, ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from a "\\ud800" escape) has no UTF-8
+            text = _dumps(value, None, ascii=True)
+    return text
+
+
+class _Bar:
+    """The progress bar on stderr (tqdm): rows done, rows per second and rows failed."""
+
+    def __init__(self, enabled: bool, label: str):
+        self.enabled = enabled
+        self.label = label
+        self.tqdm: Any = None
+
+    def start(self, total: int, done: int, errors: int) -> None:
+        if self.enabled:
+            from tqdm import tqdm
+
+            self.tqdm = tqdm(
+                desc=self.label, total=total, initial=done, unit=" rows", postfix={"errors": errors},
+                file=sys.stderr, dynamic_ncols=True,
+            )
+
+    def update(self, done: int, errors: int) -> None:
+        if self.tqdm is not None:
+            self.tqdm.set_postfix(errors=errors, refresh=False)
+            self.tqdm.update(done - self.tqdm.n)
+
+    def close(self) -> None:
+        if self.tqdm is not None:
+            self.tqdm.close()
+
+
+class _Sidecar:
+    """``OUT.progress.json``: what run wrote OUT (the input file as it was, the template's
+    hash, every setting that shapes the output) and how far it got, rewritten (atomically)
+    after each block. A rerun of the same command continues from there; one that differs
+    is an error rather than a mix of two runs' rows."""
+
+    def __init__(self, out: Path, identity: dict):
+        self.path = out.with_name(out.name + ".progress.json")
+        self.identity = identity
+
+    def load(self) -> dict | None:
+        """The progress of an interrupted run of this same command, or None (no sidecar)."""
+        try:
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise UserError(
+                f"{self.path}: cannot read the progress file ({exc}); pass --restart to start over"
+            ) from None
+        if not isinstance(saved, dict) or not isinstance(saved.get("done"), dict):
+            raise UserError(f"{self.path}: not a parse-batch progress file; pass --restart to start over")
+        changed = [key for key, value in self.identity.items() if saved.get(key) != value]
+        if changed:
+            raise UserError(
+                f"{self.path}: left by an interrupted run of another command ({', '.join(changed)} differ); "
+                "rerun that command to finish it, or pass --restart to start over"
+            )
+        return saved["done"]
+
+    def save(self, done: dict) -> None:
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_text(json.dumps({**self.identity, "done": done}, indent=1) + "\n", encoding="utf-8")
+        os.replace(temporary, self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class _BatchJob:
+    """What parse-batch does to each block of rows, whatever the file format: parse the
+    texts, and give each row its message (and, collecting errors, its error)."""
+
+    def __init__(self, args: argparse.Namespace, compiled: Any, prefix: str | None, tools: list | None):
+        self.args = args
+        self.compiled = compiled
+        self.prefix = prefix  # None: each row's prefix is in --prefix-column
+        self.tools = tools
+        self.collect = args.errors == "collect"
+
+    def parse(self, texts: list, prefixes: list | None, where: Callable[[int], str]) -> tuple[list, list]:
+        """``(messages, errors)`` of a block: an error is ``"Type: message"`` or None (with
+        --errors raise, the first failure is a UserError naming ``where(index)``)."""
+        from .batch import BatchError, parse_batch
+
+        prefix = self.prefix if prefixes is None else prefixes
+        if not self.collect:
+            try:
+                messages = parse_batch(texts, self.compiled, prefix=prefix, tools=self.tools)
+            except BatchError as exc:
+                cause = exc.__cause__
+                raise UserError(
+                    f"{where(exc.index)}: {type(cause).__name__}: {cause}; "
+                    "pass --errors collect to record the rows that fail and go on"
+                ) from None
+            return messages, [None] * len(messages)
+        messages, failed = parse_batch(texts, self.compiled, prefix=prefix, tools=self.tools, errors="collect")
+        errors: list[str | None] = [None] * len(messages)
+        for row_error in failed:
+            errors[row_error.index] = f"{row_error.error_type}: {row_error.message}"
+        return messages, errors
+
+
+def _missing_column(where: str, column: str, has: Iterable[str], option: str) -> UserError:
+    shown = ", ".join(repr(name) for name in has) or "none"
+    return UserError(f"{where}: no {column!r} column (it has: {shown}); name the column with {option}")
+
+
+def _jsonl_rows(path: Path, offset: int, line: int, block_rows: int) -> Iterator[tuple[list[dict], list[int], int]]:
+    """Blocks of ``(rows, their line numbers, the input offset after them)`` of a JSON
+    lines file, from byte ``offset`` (after ``line`` lines). Blank lines are no rows."""
+    with path.open("rb") as file:
+        file.seek(offset)
+        rows: list[dict] = []
+        lines: list[int] = []
+        for raw in file:
+            offset += len(raw)
+            line += 1
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise UserError(
+                    f"{path}:{line}: not valid UTF-8 at byte {exc.start} of the line ({exc.reason})"
+                ) from None
+            except json.JSONDecodeError as exc:
+                raise UserError(
+                    f"{path}:{line}: not valid JSON ({exc.msg}, column {exc.colno}); each line of a .jsonl file "
+                    "is one JSON object"
+                ) from None
+            except RecursionError:
+                raise UserError(f"{path}:{line}: nested too deeply to read as JSON") from None
+            if not isinstance(row, dict):
+                raise UserError(f"{path}:{line}: a row is a JSON object, got {_JSON_TYPES[type(row)]}")
+            rows.append(row)
+            lines.append(line)
+            if len(rows) == block_rows:
+                yield rows, lines, offset
+                rows, lines = [], []
+        if rows:
+            yield rows, lines, offset
+
+
+def _count_lines(path: Path) -> int:
+    """How many lines ``path`` has (a last one without a newline counts), read in chunks."""
+    count = 0
+    last = b"\n"
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def _run_jsonl(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done: dict | None, bar: _Bar) -> dict:
+    """parse-batch on a .jsonl file: each row gets the message as a JSON value under
+    --output-column; OUT grows by a block at a time, cut back to the last block recorded
+    when a run resumes. The progress bar counts lines (blank ones are no rows)."""
+    args = job.args
+    done = done or {"rows": 0, "errors": 0, "lines": 0, "input_offset": 0, "output_size": 0}
+    bar.start(_count_lines(path) if bar.enabled else 0, done["lines"], done["errors"])
+    mode = "r+b" if done["output_size"] else "wb"
+    try:
+        file = out.open(mode)
+    except FileNotFoundError:
+        raise UserError(f"{out}: missing, though {sidecar.path} says rows were written; pass --restart") from None
+    with file:
+        file.truncate(done["output_size"])
+        file.seek(done["output_size"])
+        for rows, lines, offset in _jsonl_rows(path, done["input_offset"], done["lines"], args.block_rows):
+            texts = []
+            prefixes = [] if args.prefix_column is not None else None
+            for row, line in zip(rows, lines):
+                if args.text_column not in row:
+                    raise _missing_column(f"{path}:{line}", args.text_column, row, "--text-column")
+                texts.append(row[args.text_column])
+                if prefixes is not None:
+                    if args.prefix_column not in row:
+                        raise _missing_column(f"{path}:{line}", args.prefix_column, row, "--prefix-column")
+                    prefixes.append(row[args.prefix_column])
+            messages, errors = job.parse(texts, prefixes, lambda index: f"{path}:{lines[index]}")
+            chunk = []
+            for row, message, error in zip(rows, messages, errors):
+                row[args.output_column] = message
+                if job.collect:
+                    row[args.error_column] = error
+                chunk.append(_json_line(row))
+            chunk.append("")
+            file.write("\n".join(chunk).encode("utf-8"))
+            file.flush()
+            os.fsync(file.fileno())  # OUT holds the block before the sidecar says so
+            failed = len(errors) - errors.count(None)
+            done = {
+                "rows": done["rows"] + len(rows),
+                "errors": done["errors"] + failed,
+                "lines": lines[-1],
+                "input_offset": offset,
+                "output_size": file.tell(),
+            }
+            sidecar.save(done)
+            bar.update(done["lines"], done["errors"])
+    return done
+
+
+def _arrow_modules() -> tuple[Any, Any]:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise UserError("reading and writing .parquet files needs pyarrow: pip install pyarrow") from None
+    return pyarrow, pyarrow.parquet
+
+
+def _exact_blocks(pa: Any, batches: Iterable[Any], size: int) -> Iterator[Any]:
+    """Tables of exactly ``size`` rows (the last may have fewer) from record batches of any
+    sizes: block boundaries, and so the output's row groups, depend on the rows alone."""
+    pending: list = []
+    count = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(size - count, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            batch = batch.slice(take)
+            count += take
+            if count == size:
+                yield pa.Table.from_batches(pending)
+                pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _run_parquet(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done: dict | None, bar: _Bar) -> dict:
+    """parse-batch on a .parquet file: --output-column holds each message as a JSON string
+    (Arrow cannot type messages whose tool arguments differ from row to row). Each block is
+    a part file in ``OUT.parts/`` until the last is done; OUT is then written from the
+    parts, one row group each, so a resumed run writes the same bytes."""
+    pa, pq = _arrow_modules()
+    args = job.args
+    try:
+        source = pq.ParquetFile(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise UserError(f"{path}: cannot read it as Parquet ({exc})") from None
+    with source:
+        schema = source.schema_arrow
+        for column, option in ((args.text_column, "--text-column"), (args.prefix_column, "--prefix-column")):
+            if column is not None and column not in schema.names:
+                raise _missing_column(str(path), column, schema.names, option)
+        added = [args.output_column] + ([args.error_column] if job.collect else [])
+        for name in added:
+            field = pa.field(name, pa.string())
+            index = schema.get_field_index(name)
+            schema = schema.set(index, field) if index >= 0 else schema.append(field)
+        parts = out.with_name(out.name + ".parts")
+        done = done or {"rows": 0, "errors": 0}
+        if not done["rows"]:
+            shutil.rmtree(parts, ignore_errors=True)
+        elif len(list(parts.glob("*.parquet"))) != -(-done["rows"] // args.block_rows):
+            raise UserError(f"{parts}: the blocks written before the interrupt are missing; pass --restart")
+        parts.mkdir(exist_ok=True)
+        bar.start(source.metadata.num_rows, done["rows"], done["errors"])
+        blocks = _exact_blocks(pa, source.iter_batches(batch_size=args.block_rows), args.block_rows)
+        for number, table in enumerate(blocks):
+            first = number * args.block_rows
+            if first < done["rows"]:
+                continue  # written before the interrupt
+            texts = table.column(args.text_column).to_pylist()
+            prefixes = table.column(args.prefix_column).to_pylist() if args.prefix_column is not None else None
+            messages, errors = job.parse(texts, prefixes, lambda index: f"{path}: row {first + index}")
+            columns = {args.output_column: [None if m is None else _json_line(m) for m in messages]}
+            if job.collect:
+                columns[args.error_column] = errors
+            for name in added:
+                values = pa.array(columns[name], pa.string())
+                index = table.schema.get_field_index(name)
+                table = table.set_column(index, name, values) if index >= 0 else table.append_column(name, values)
+            part = parts / f"{number:08d}.parquet"
+            pq.write_table(table.cast(schema), part.with_suffix(".tmp"))
+            os.replace(part.with_suffix(".tmp"), part)
+            done = {"rows": first + table.num_rows, "errors": done["errors"] + len(errors) - errors.count(None)}
+            sidecar.save(done)
+            bar.update(done["rows"], done["errors"])
+    temporary = out.with_name(out.name + ".tmp")
+    with pq.ParquetWriter(temporary, schema) as writer:
+        for part in sorted(parts.glob("*.parquet")):
+            writer.write_table(pq.read_table(part, schema=schema))
+    os.replace(temporary, out)
+    shutil.rmtree(parts)
+    return done
+
+
+def cmd_parse_batch(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from .api import compile_template
+
+    path, out = Path(args.input), Path(args.output)
+    runs = {".jsonl": _run_jsonl, ".parquet": _run_parquet}
+    if path.suffix not in runs:
+        raise UserError(
+            f"{path}: unknown input format {path.suffix or '(no extension)'!r}: parse-batch reads .jsonl "
+            "(JSON lines) and .parquet files"
+        )
+    if out.suffix in runs and out.suffix != path.suffix:
+        raise UserError(f"{out}: the output is written in the input's format ({path.suffix}): name it *{path.suffix}")
+    if sum((args.prefix_column is not None, args.prefix_file is not None, args.no_prefix)) != 1:
+        raise UserError(BATCH_PREFIX_REQUIRED)
+    if args.block_rows < 1:
+        raise UserError("--block-rows must be at least 1")
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the input ({exc.strerror or exc})") from None
+    if out.exists() and out.resolve() == path.resolve():
+        raise UserError(f"{out}: the output would overwrite the input; write it to another file")
+    compiled = compile_template(args.template)  # a path or a bundled name
+    prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix") if args.prefix_file is not None else None
+    tools = _read_tools(args.tools_file) if args.tools_file is not None else None
+    settings = {
+        key: getattr(args, key)
+        for key in ("text_column", "prefix_column", "output_column", "error_column", "errors", "block_rows")
+    }
+    settings["prefix"] = prefix
+    settings["tools"] = tools
+    identity = {
+        "respc": __version__,
+        "input": str(path.resolve()),
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "template_hash": compiled.hash,
+        "settings": hashlib.sha256(_json_line(settings).encode("utf-8")).hexdigest(),
+    }
+    sidecar = _Sidecar(out, identity)
+    done = None if args.restart else sidecar.load()
+    bar = _Bar(not args.no_progress, path.name)
+    try:
+        try:
+            done = runs[path.suffix](_BatchJob(args, compiled, prefix, tools), path, out, sidecar, done, bar)
+        finally:
+            bar.close()
+    except KeyboardInterrupt:
+        saved = sidecar.load()
+        print(
+            f"respc: interrupted after {saved['rows'] if saved else 0} rows; rerun the same command to continue "
+            f"({sidecar.path})",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    sidecar.remove()
+    print(f"respc parse-batch: {done['rows']} rows, {done['errors']} failed -> {out}", file=sys.stderr)
+    return 0
+
+
 def _checkout() -> Path | None:
     """The respc checkout the current directory is in (a folder with pyproject.toml naming
     respc, templates/ and generated/), or None."""
@@ -476,6 +862,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true", help="print the events as JSON lines, then the message")
     p.add_argument("--chunk-size", type=int, default=4, help="characters per feed with --stream (default 4)")
     p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser(
+        "parse-batch",
+        help="parse a column of model outputs in a .jsonl or .parquet file; resumable",
+        description=(
+            "Parse the model outputs in a column of a JSON lines (.jsonl) or Parquet file and write every row, "
+            "in order and with all its columns, plus the message, to OUT in the same format: in .jsonl as a "
+            "JSON value, in .parquet as a JSON string (strict JSON, written as respc parse writes it). It "
+            "works a block of rows at a time and records its progress in OUT.progress.json: after an "
+            "interrupt, the same command continues from the last block written, and the output is the "
+            "same as an uninterrupted run's. See docs/scale.md."
+        ),
+    )
+    p.add_argument("template", help="template JSON file or bundled template name")
+    p.add_argument("input", help="the rows: a .jsonl file (one JSON object a line) or a .parquet file")
+    p.add_argument("-o", "--output", required=True, help="where to write the rows with their messages")
+    p.add_argument("--text-column", default="text", metavar="C", help="the column of model outputs (default: text)")
+    prefix = p.add_mutually_exclusive_group()
+    prefix.add_argument("--prefix-column", metavar="C", help="the column of each row's chat prompt")
+    prefix.add_argument("--prefix-file", metavar="F", help="file with one chat prompt for every row")
+    prefix.add_argument("--no-prefix", action="store_true", help='no prompt: the outputs hold the complete messages')
+    p.add_argument("--tools-file", help="JSON file with the request's tools, to type tool-call arguments")
+    p.add_argument(
+        "--output-column", default="message", metavar="C", help="the column for the messages (default: message)"
+    )
+    p.add_argument(
+        "--errors", choices=("raise", "collect"), default="raise",
+        help="raise: stop at the first row that fails (default); collect: that row's message is null, "
+        "the --error-column holds 'Type: message', and the rest go on",
+    )
+    p.add_argument(
+        "--error-column", default="error", metavar="C",
+        help="the column for errors with --errors collect (default: error)",
+    )
+    p.add_argument(
+        "--block-rows", type=int, default=BLOCK_ROWS, metavar="N", help=f"rows per block (default {BLOCK_ROWS:,})"
+    )
+    p.add_argument("--restart", action="store_true", help="start over, ignoring the progress of an interrupted run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=cmd_parse_batch)
 
     p = sub.add_parser("build", help="regenerate the bundled parser modules (generated/) from templates/")
     p.add_argument("--check", action="store_true", help="only check that they are fresh (exit 1 if not)")

@@ -17,6 +17,10 @@ cdef class ParserBase:
     cdef public object _tools
     cdef public dict _out
     cdef public bint _finalized
+    cdef public bint _spans
+    cdef public bint _lenient
+    cdef public list _errors
+    cdef public object _timeout
     cdef public Py_ssize_t _keep
     cdef public str _ctx
     cdef public str _held
@@ -28,6 +32,7 @@ cdef class ParserBase:
     cdef public str _stable_edge
     cdef public list _more
     cdef public list _more_blocks
+    cdef public Py_ssize_t _run_check
     cdef public tuple _fields
     cdef public tuple _states
     cdef public Py_ssize_t _state
@@ -38,6 +43,7 @@ cdef class ParserBase:
     cdef public object _end_scan
     cdef public object _quiet
     cdef public bint _ws_hold
+    cdef public tuple _runs
     cdef public object _dirty
     cdef public dict _chunk
     cdef public bint _opened
@@ -49,17 +55,20 @@ cdef class ParserBase:
 
     # The internal steps, callable from C: feed and the commit loop call them directly
     # (a Python-level method call per chunk would cost more than the step itself).
-    @cython.locals(cut=Py_ssize_t)
+    @cython.locals(cut=Py_ssize_t, at=Py_ssize_t)
     cpdef list feed(self, text)
-    cpdef dict _whole(self, str prefix, str text, tools)
+    cpdef dict _whole(self, str prefix, str text, tools, errors, timeout)
+    cpdef dict _state_data(self)
+    cpdef _restore_state(self, dict data)
     cpdef _setup(self, tools)
     @cython.locals(n=Py_ssize_t, pos=Py_ssize_t, start=Py_ssize_t, off=Py_ssize_t, begin=Py_ssize_t,
                    end=Py_ssize_t, action=Py_ssize_t, keep=Py_ssize_t, cut=Py_ssize_t, committed=bint)
     cpdef _commit(self, events, str text, bint eos)
-    cpdef _take(self, events, str text)
-    cpdef _open(self, events, Py_ssize_t index, match, Py_ssize_t empty_at)
+    cpdef _take(self, events, str text, Py_ssize_t at)
+    cpdef _open(self, events, Py_ssize_t index, match, Py_ssize_t begin, Py_ssize_t end)
     @cython.locals(field=Field)
-    cpdef _close(self, events)
+    cpdef _close(self, events, Py_ssize_t begin, Py_ssize_t end)
+    cpdef _malformed(self, events, error, str body, Py_ssize_t begin, Py_ssize_t end)
     @cython.locals(cur=Py_ssize_t, record=State, field=Field)
     cpdef _enter(self, Py_ssize_t state)
     cpdef _reset(self)
@@ -70,6 +79,7 @@ cdef class ParserBase:
     cpdef _keep_context(self, str text)
     @cython.locals(record=State)
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
+    cpdef _check_run(self, str held)
     cpdef dict _message(self)
 
 

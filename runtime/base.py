@@ -18,8 +18,9 @@ Where each thing happens, once:
 * ``feed``: the one feed path. The state's quiet test decides most chunks; otherwise
   ``_commit`` scans. A *lasting hold* (``_stays_held``) keeps a held text that only its
   end can change without rescanning it: a held regex match in a lazy gap waits for its
-  tail literal, a held whitespace run for anything but whitespace. That keeps long holds
-  linear.
+  tail literal, a held whitespace run for anything but whitespace, a held match inside
+  a run of one character class (a function name being written) for a character out of
+  it. That keeps long holds linear.
 * ``_commit``: the one commit loop, for streaming, finalizing and whole outputs alike:
   the progress rule, the empty-region guard and the consumed/held bookkeeping.
 * ``_take``: where text enters the open region (and the implicit region opens).
@@ -34,10 +35,11 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, ClassVar
 
+from . import scan
 from .scan import CLOSE, REGEX_WS, Field, State, only_ws
 from .tools import ToolTypes, coerce_value, tool_types
 
-__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS"]
+__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS", "RegexTimeout"]
 
 PREFIX_REQUIRED = (
     "prefix is required: pass the chat prompt that preceded the generation (prefix=...), because chat "
@@ -46,6 +48,18 @@ PREFIX_REQUIRED = (
 )
 
 _FINALIZED = "this parser is already finalized; create a new one for the next generation"
+
+
+class RegexTimeout(TimeoutError):
+    """A template's regex ran over its time bound on this output (catastrophic
+    backtracking). With ``on_malformed="event"`` the region ends in region_malformed
+    instead; ``respc lint`` points at patterns that can do this."""
+
+
+_TIMEOUT_FIX = (
+    "the pattern backtracks without bound on this text; fix it (respc lint names such patterns), "
+    "or raise the bound with regex_timeout=..."
+)
 
 # Pieces of a growing text (a region's body, a lasting hold) are merged once this many
 # accumulate, so a long stream of small chunks does not keep one string per chunk.
@@ -66,6 +80,10 @@ class ParserBase:
         "_tools",
         "_out",
         "_finalized",
+        "_spans",  # events carry offsets (and opens their captures): spans=True
+        "_lenient",  # a malformed region is an event, not an error: on_malformed != "raise"
+        "_errors",  # the region_malformed events so far (with _lenient)
+        "_timeout",  # the time bound of a regex call that may backtrack without bound (scans read it)
         "_keep",  # CONTEXT
         # input (see the module docstring)
         "_ctx",
@@ -74,12 +92,14 @@ class ParserBase:
         "_off",  # offset of the scanned buffer's start in the whole input (scans read it)
         "_ban",  # the progress rule's position (see _commit; scans read it)
         "_memo",  # the held-regex memos the scans keep (see scan.State.memos)
-        # a lasting hold (see _stays_held): the tail literal that ends it, or "" for a
-        # whitespace run; the last characters seen; the text set aside meanwhile
+        # a lasting hold (see _stays_held): the tail literal that ends it, "" for a
+        # whitespace run, or the regex of a run's class; the last characters seen; the
+        # text set aside meanwhile; how long a held text must be to be checked for a run
         "_stable",
         "_stable_edge",
         "_more",
         "_more_blocks",
+        "_run_check",
         # the current state (see _enter)
         "_fields",  # the class's FIELDS
         "_states",  # and STATES
@@ -91,6 +111,7 @@ class ParserBase:
         "_end_scan",
         "_quiet",
         "_ws_hold",
+        "_runs",
         "_dirty",
         "_chunk",  # the state's region_chunk event less its text (built by _take when first needed)
         # the open region: opened yet, where (for the progress rule), captures, body
@@ -128,11 +149,22 @@ class ParserBase:
         raise NotImplementedError
 
     # --- public API --------------------------------------------------------
-    def __init__(self, prefix: str | None = None, *, tools: Iterable[dict | Callable] | None = None):
+    def __init__(
+        self,
+        prefix: str | None = None,
+        *,
+        tools: Iterable[dict | Callable] | None = None,
+        spans: bool = False,
+        on_malformed: str = "raise",
+        regex_timeout: float | None = scan.REGEX_TIMEOUT,
+    ):
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         prefix = _plain_str(prefix, "prefix")
         self._setup(tool_types(tools))
+        self._timeout = _time_bound(regex_timeout)
+        self._spans = _flag(spans, "spans")
+        self._lenient = _malformed_mode(on_malformed, ("raise", "event")) != "raise"
         self.initial_events: list[dict] = []
         if prefix:
             text = self.cut_prefix(prefix)
@@ -162,16 +194,19 @@ class ParserBase:
                     if self._ws_hold and len(held) > _LONG_RUN and only_ws(held):
                         self._stable = ""  # a lasting hold (see _stays_held)
                         self._stable_edge = ""
+                    elif self._runs and not cut and len(held) >= self._run_check:
+                        self._check_run(held)
                     if not cut:
                         return []
                     x = x[:cut]
                 elif held:
                     self._held = ""
-                self._done += cut
+                at = self._done
+                self._done = at + cut
                 if self._keep:
                     self._keep_context(x)
                 events: list[dict] = []
-                self._take(events, x)
+                self._take(events, x, at)
                 return events
         events = []
         self._commit(events, x, False)
@@ -187,9 +222,18 @@ class ParserBase:
         return self._message(), events
 
     @classmethod
-    def parse_whole(cls, prefix: str | None, text: str, tools: Iterable[dict | Callable] | None = None) -> dict:
+    def parse_whole(
+        cls,
+        prefix: str | None,
+        text: str,
+        tools: Iterable[dict | Callable] | None = None,
+        errors: list | None = None,
+        regex_timeout: float | None = scan.REGEX_TIMEOUT,
+    ) -> dict:
         """The message of a whole output: what ``cls(prefix, tools=tools)``, ``feed(text)``
-        and ``finalize()`` give, without any event.
+        and ``finalize()`` give, without any event. With an ``errors`` list, a region whose
+        content fails to parse is left out of the message and its region_malformed event
+        appended there (``on_malformed="collect"``) instead of raising.
 
         The (cut) prefix is scanned as a feed would scan it, then the text once, at end of
         stream (a match a feed would hold at the end of ``text`` is decided by the end-of-
@@ -203,25 +247,71 @@ class ParserBase:
         if type(text) is not str:
             text = _plain_str(text, "text")
         if not cls.ONE_PASS:
-            parser = cls(prefix, tools=tools)
+            parser = cls(
+                prefix, tools=tools, on_malformed="raise" if errors is None else "event", regex_timeout=regex_timeout
+            )
             parser.feed(text)
-            return parser.finalize()[0]
-        return cls.__new__(cls)._whole(cls.cut_prefix(prefix) if prefix else "", text, tools)
+            message = parser.finalize()[0]
+            if errors is not None:
+                errors += parser._errors
+            return message
+        if regex_timeout is not scan.REGEX_TIMEOUT:  # (the default needs no check)
+            regex_timeout = _time_bound(regex_timeout)
+        return cls.__new__(cls)._whole(cls.cut_prefix(prefix) if prefix else "", text, tools, errors, regex_timeout)
 
-    def _whole(self, prefix: str, text: str, tools: Iterable[dict | Callable] | None) -> dict:
+    def _whole(
+        self, prefix: str, text: str, tools: Iterable[dict | Callable] | None, errors: list | None, timeout: Any
+    ) -> dict:
         """parse_whole's one-pass case, on a new instance (``prefix``: the cut prefix)."""
         self._setup(tool_types(tools) if tools else None)
+        self._timeout = timeout
+        if errors is not None:
+            self._lenient = True
+            self._errors = errors
         if prefix:
             self._commit(None, prefix, False)
         held = self._held
         self._commit(None, held + text if held else text, True)
         return self._message()
 
+    # --- pickling and copying -------------------------------------------------
+    def __reduce__(self) -> tuple:
+        """A parser pickles by its template (the CompiledTemplate, which pickles by its
+        bundled name or its template) and its state, which is data: unpickled in another
+        process, it goes on exactly where it was (checkpoints, forked decoding)."""
+        from respc.api import _parser_reduce_args  # (the API imports this module)
+
+        return _restore_parser, (_parser_reduce_args(type(self)), self._state_data())
+
+    def __copy__(self) -> ParserBase:
+        """A parser that goes on independently from here: the same events for the same rest."""
+        return self.__deepcopy__({})
+
+    def __deepcopy__(self, memo: dict) -> ParserBase:
+        copy = type(self).__new__(type(self))
+        copy._restore_state(deepcopy(self._state_data(), memo))
+        return copy
+
+    def _state_data(self) -> dict:
+        """The parser's state as plain data: every slot but those its state index implies."""
+        return {name: getattr(self, name) for name in ParserBase.__slots__ if name not in _DERIVED}
+
+    def _restore_state(self, data: dict) -> None:
+        self._fields = self.FIELDS
+        self._states = self.STATES
+        self._enter(data["_state"])  # what the state implies
+        for name, value in data.items():
+            setattr(self, name, value)
+
     # --- the state machine -------------------------------------------------
     def _setup(self, tools: ToolTypes | None) -> None:
         self._tools = tools
         self._out: dict[str, Any] = self.new_defaults()
         self._finalized = False
+        self._spans = False
+        self._lenient = False
+        self._errors = []
+        self._timeout = scan.REGEX_TIMEOUT
         self._keep = self.CONTEXT
         self._fields = self.FIELDS
         self._states = self.STATES
@@ -231,7 +321,7 @@ class ParserBase:
         self._off = 0
         self._ban = -1
         self._memo: list = [None] * self.MEMOS
-        self._stable: str | None = None
+        self._stable: Any = None
         self._stable_edge = ""
         self._more: list[str] = []
         self._more_blocks: list[str] = []
@@ -268,23 +358,25 @@ class ParserBase:
                 if type(found) is int:
                     if eos:
                         if pos < n:
-                            self._take(events, buf[pos:])
+                            self._take(events, buf[pos:], pos + off)
                             pos = n
-                        self._close(events)
+                        self._close(events, n + off, n + off)
                     else:
                         if found > pos:
-                            self._take(events, buf[pos:found])
+                            self._take(events, buf[pos:found], pos + off)
                             pos = found
                         if self._memo and pos < n:
                             self._check_stable(buf, pos)
+                        if self._runs and n - pos >= self._run_check and self._stable is None:
+                            self._check_run(buf[pos:])
                     break
                 begin, end, action, match = found
                 if begin > pos:
-                    self._take(events, buf[pos:begin])
+                    self._take(events, buf[pos:begin], pos + off)
                 pos = end
                 if action >= 0:
-                    self._close(events)
-                    self._open(events, action, match, begin + off if begin == end else -1)
+                    self._close(events, begin + off, begin + off)
+                    self._open(events, action, match, begin + off, end + off)
                 else:
                     had_content = self._opened
                     if match is not None and had_content:
@@ -297,9 +389,23 @@ class ParserBase:
                         # zero-width delimiters. The reference would reopen it here forever;
                         # instead no zero-width open may fire at this position again.
                         self._ban = begin + off
-                    self._close(events)
+                    self._close(events, begin + off, end + off)
                     if not had_content and begin == end:
                         break  # the reference's guard: an empty implicit region closing empty
+        except TimeoutError as error:
+            if isinstance(error, RegexTimeout):
+                raise  # (a content pattern's, raised by _close)
+            # A delimiter's regex ran over the time bound: this input cannot be scanned.
+            where = f"scanning for the delimiters of {'field ' + repr(self._name) if self._opened else 'the free state'}"
+            problem = RegexTimeout(f"{where}: a regex ran over its time bound ({self._timeout} s); {_TIMEOUT_FIX}")
+            if not self._lenient:
+                raise problem from error
+            # It ends the open region as malformed, with the rest of the input as its last
+            # text (consumed: parsing goes on with what is fed next, in the free state).
+            body = (self._body() if self._opened else "") + buf[pos:]
+            self._malformed(events, problem, body, pos + off, n + off)
+            pos = n
+            self._reset()
         finally:
             # Keep the input consistent even when a content parser raised mid-way.
             keep = self._keep
@@ -308,15 +414,19 @@ class ParserBase:
             self._held = buf[pos:]
             self._done += pos - start
 
-    def _take(self, events: list[dict] | None, text: str) -> None:
-        """``text``, consumed input, goes into the open region; the implicit region opens
-        with its first text. In the null region (no implicit field) it is dropped."""
+    def _take(self, events: list[dict] | None, text: str, at: int) -> None:
+        """``text``, consumed input from offset ``at`` on, goes into the open region; the
+        implicit region opens with its first text. In the null region (no implicit field) it
+        is dropped."""
         if self._cur < 0:
             return
         if not self._opened:
             self._opened = True
             if events is not None:
-                events.append({"type": "region_open", "field": self._name})
+                if self._spans:
+                    events.append({"type": "region_open", "field": self._name, "start": at, "end": at})
+                else:
+                    events.append({"type": "region_open", "field": self._name})
         parts = self._parts
         parts.append(text)
         if len(parts) > _MERGE_PARTS:
@@ -325,33 +435,72 @@ class ParserBase:
             chunk = self._chunk
             if chunk is None:
                 chunk = self._chunk = {"type": "region_chunk", "field": self._name, "text": "", "dirty": self._dirty}
+                if self._spans:
+                    chunk["start"] = 0
             event = chunk.copy()  # (copying a dict of the same keys is quicker than building one)
             event["text"] = text
+            if self._spans:
+                event["start"] = at
             events.append(event)
 
-    def _open(self, events: list[dict] | None, index: int, match: Any, empty_at: int) -> None:
-        """Open field ``index``'s region (its open delimiter matched: ``match``, or None for
-        a literal; ``empty_at``: where it matched, when it matched nothing, else -1)."""
+    def _open(self, events: list[dict] | None, index: int, match: Any, begin: int, end: int) -> None:
+        """Open field ``index``'s region: its open delimiter matched ``begin:end`` (offsets
+        into the input), ``match`` (None for a literal)."""
         self._enter(index)
-        self._caps = {} if match is None else _captures(match)
+        caps = self._caps = {} if match is None else _captures(match)
         self._opened = True
-        self._opened_at = empty_at
+        self._opened_at = begin if begin == end else -1
         if events is not None:
-            events.append({"type": "region_open", "field": self._name})
+            if self._spans:
+                events.append({"type": "region_open", "field": self._name, "start": begin, "end": end, "captures": dict(caps)})
+            else:
+                events.append({"type": "region_open", "field": self._name})
 
-    def _close(self, events: list[dict] | None) -> None:
-        """Close the open region into its value, and go back to the free state."""
+    def _close(self, events: list[dict] | None, begin: int, end: int) -> None:
+        """Close the open region into its value (its close delimiter, or the position where
+        something else ends it, is ``begin:end``), and go back to the free state."""
         if self._opened:
             field: Field = self._field
-            value = field.finish(self._body(), self._caps)
-            if field.typed and self._tools:
-                value = coerce_value(value, self._tools)
-            _store(self._out, field.name, field.join, field.repeats, value)
+            body = self._body()
+            try:
+                value = field.finish(body, self._caps)
+                if field.typed and self._tools:
+                    value = coerce_value(value, self._tools)
+                _store(self._out, field.name, field.join, field.repeats, value)
+            except _MALFORMED as error:
+                if isinstance(error, TimeoutError) and not isinstance(error, RegexTimeout):
+                    problem = RegexTimeout(
+                        f"field {field.name!r}: its content's regex ran over its time bound "
+                        f"({scan.REGEX_TIMEOUT} s, respc.REGEX_TIMEOUT); it backtracks without bound on this "
+                        "text: fix the pattern (respc lint names such patterns)"
+                    )
+                    if not self._lenient:
+                        raise problem from error
+                    error = problem
+                elif not self._lenient:
+                    raise
+                self._malformed(events, error, body, begin, end)
+                self._reset()
+                return
             if events is not None:
-                events.append({"type": "region_close", "field": field.name, "value": value})
+                if self._spans:
+                    events.append({"type": "region_close", "field": field.name, "start": begin, "end": end, "value": value})
+                else:
+                    events.append({"type": "region_close", "field": field.name, "value": value})
         elif self._state == len(self._states) - 1:
             return  # the free state, nothing opened: there is nothing to close
         self._reset()
+
+    def _malformed(self, events: list[dict] | None, error: BaseException, body: str, begin: int, end: int) -> None:
+        """The open region's content failed to parse (``error``): it ends in a
+        region_malformed event, and its value stays out of the message."""
+        event = {"type": "region_malformed", "field": self._name, "error": _error_text(error), "text": body}
+        if self._spans and events is not None:
+            event["start"] = begin
+            event["end"] = end
+        self._errors.append(event)
+        if events is not None:
+            events.append(event)
 
     def _enter(self, state: int) -> None:
         """Make ``state`` (an index into STATES) the current state."""
@@ -362,6 +511,8 @@ class ParserBase:
         self._end_scan = record.end_scan
         self._quiet = record.quiet
         self._ws_hold = record.ws_hold
+        self._runs = record.runs
+        self._run_check = _LONG_RUN
         self._chunk = None
         if cur >= 0:
             field: Field = self._fields[cur]
@@ -426,10 +577,15 @@ class ParserBase:
     # --- lasting holds -----------------------------------------------------
     def _stays_held(self, text: str) -> bool:
         """Under a lasting hold: set ``text`` aside without rescanning the hold, unless it
-        may end the hold (its tail literal may be complete, or text other than whitespace
-        follows a whitespace run); then the hold's text is given back (see _release)."""
+        may end the hold (its tail literal may be complete, text other than whitespace
+        follows a whitespace run, or a character out of a run's class follows the run);
+        then the hold's text is given back (see _release)."""
         tail = self._stable
-        if tail:
+        if type(tail) is not str:
+            if tail.fullmatch(text) is None:  # (a run's class: see _check_run)
+                self._release()
+                return False
+        elif tail:
             edge = self._stable_edge + text
             if tail in edge:
                 self._release()
@@ -454,6 +610,26 @@ class ParserBase:
                 self._more.clear()
                 self._more_blocks.clear()
 
+    def _check_run(self, held: str) -> None:
+        """All of ``held`` is held: is it a watched delimiter's match still inside its run of
+        one character class (see scan.State.runs)? Then it lasts while only characters of
+        that class follow. (Checked again only once the hold has doubled: linear.)"""
+        self._run_check = 2 * len(held)
+        for alive, past, rest, run, stop in self._runs:
+            if alive.fullmatch(held) is None:
+                continue  # no way of matching is in the run
+            # a way of matching that took a stop character already and is still alive
+            # could complete without one more: then the scan must see what follows
+            i = held.find(stop)
+            while i >= 0:
+                if past.fullmatch(held, 0, i + 1) is not None and rest.fullmatch(held, i + 1, partial=True) is not None:
+                    break
+                i = held.find(stop, i + 1)
+            else:
+                self._stable = run
+                self._stable_edge = ""
+                return
+
     def _check_stable(self, buf: str, pos: int) -> None:
         """After a scan that holds ``buf[pos:]``: is the hold a memoized regex match that
         only its tail literal can complete? Then it lasts until that literal shows up."""
@@ -466,6 +642,54 @@ class ParserBase:
                 self._stable = tail
                 self._stable_edge = buf[max(pos, len(buf) - len(tail) + 1) :] if len(tail) > 1 else ""
                 return
+
+
+#: what a content parser, transform or tool typing raises on content it cannot parse (and
+#: the regex module on a pattern over its time bound): with on_malformed="event", the
+#: region ends in region_malformed instead
+_MALFORMED = (ValueError, TypeError, LookupError, TimeoutError)
+
+
+def _error_text(error: BaseException) -> str:
+    """``error`` as region_malformed's ``error``: its message, or its type when it has none."""
+    text = str(error)
+    return text if text else type(error).__name__
+
+
+def _time_bound(value: Any) -> float | None:
+    """A regex time bound in seconds (None: no bound), checked."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ValueError(f"regex_timeout must be a number of seconds > 0 (or None for no bound), got {value!r}")
+    return float(value)
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be True or False, got {type(value).__name__}")
+    return value
+
+
+def _malformed_mode(value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        shown = " or ".join(repr(a) for a in allowed)
+        raise ValueError(f"on_malformed must be {shown}, got {value!r}")
+    return value
+
+
+#: slots that the current state index (``_state``) sets, through _enter: not pickled
+_DERIVED = frozenset(
+    {"_fields", "_states", "_field", "_name", "_scan", "_end_scan", "_quiet", "_ws_hold", "_runs", "_dirty", "_chunk"}
+)
+
+
+def _restore_parser(compiled: Any, data: dict) -> ParserBase:
+    """Unpickle a parser: ``compiled`` (a CompiledTemplate, loaded or compiled in this
+    process) gives its class, ``data`` its state (see ParserBase.__reduce__)."""
+    parser = compiled.Parser.__new__(compiled.Parser)
+    parser._restore_state(data)
+    return parser
 
 
 def _plain_str(value: Any, what: str) -> str:
@@ -511,7 +735,8 @@ def _final_message(parser: Any, out: dict) -> dict:
     """The message: ``out`` less the empty values of fields not in the defaults, once every
     required field is known to be there."""
     if parser.REQUIRED:
-        missing = [name for name in parser.REQUIRED if name not in out]
+        malformed = {event["field"] for event in parser._errors}
+        missing = [name for name in parser.REQUIRED if name not in out and name not in malformed]
         if missing:
             raise ValueError(f"required field(s) {missing} (optional: false) did not appear in the parsed output")
     for value in out.values():

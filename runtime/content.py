@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 import regex
 
+from . import scan as _scan
 from .scan import REGEX_WS as _WS
 from .base import _plain_str
 from .decode import MISS as _MISS
@@ -179,6 +180,7 @@ def _tag_matches(
     tag_pattern: str,
     tag_split: tuple[str, bool, str] | None,
     key_head: tuple[str, str, bool] | None = None,
+    bounded: bool = False,
 ) -> Callable[[str], list[tuple[Any, Any]]]:
     """``text -> [(key, value), ...]``: the ``key`` and ``value`` groups of the matches of
     ``tag_pattern``, in order (None for a group that did not take part; a missing
@@ -199,6 +201,10 @@ def _tag_matches(
     # groups by number: a regex match looks a name up several times slower
     key_group = full.groupindex.get("key")
     value_group = full.groupindex.get("value")
+    if bounded:
+        return lambda text: [
+            _pair(match, key_group, value_group) for match in full.finditer(text, timeout=_scan.REGEX_TIMEOUT)
+        ]
     if tag_split is None:
         return lambda text: [_pair(match, key_group, value_group) for match in full.finditer(text)]
     head = regex.compile(tag_split[0], regex.DOTALL)
@@ -295,6 +301,7 @@ def xml_inline_parser(
     *,
     tag_split: tuple[str, bool, str] | None = None,
     key_head: tuple[str, str, bool] | None = None,
+    bounded: bool = False,
 ) -> Parser:
     """``xml-inline``: every match of ``tag_pattern`` adds ``key -> value`` to a dict.
 
@@ -303,9 +310,11 @@ def xml_inline_parser(
     new list on the first repeat, even when the first value is itself a list).
     ``tag_split`` is the compiler's proof that the pattern can be matched in two steps,
     ``key_head`` that its head can be found with ``str.find`` (see ``_tag_matches``);
-    they change how fast matches are found, never which.
+    they change how fast matches are found, never which. ``bounded``: the pattern may
+    backtrack without bound, so every match runs under the default time bound
+    (``scan.REGEX_TIMEOUT``).
     """
-    tag_matches = _tag_matches(tag_pattern, tag_split, key_head)
+    tag_matches = _tag_matches(tag_pattern, tag_split, key_head, bounded)
     sub = _value_parser(value_parser)
 
     def parse(text: str) -> dict:

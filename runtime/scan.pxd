@@ -25,6 +25,7 @@ cdef class State:
     cdef readonly object quiet
     cdef readonly tuple memos
     cdef readonly bint ws_hold
+    cdef readonly tuple runs
 
 cpdef Py_ssize_t ws_run_start(str buf, Py_ssize_t lo, Py_ssize_t hi)
 

@@ -44,10 +44,19 @@ __all__ = [
     "ws_run_end",
     "ws_run_start",
     "ws_tail",
+    "REGEX_TIMEOUT",
 ]
 
 #: ``action`` of a scan result that closes the current region.
 CLOSE = -1
+
+#: The default time bound, in seconds, of one call of a template's regex that may backtrack
+#: without bound (a repetition around something that can match in several ways, like
+#: ``(a|aa)+``: compiler/regexinfo.py's may_backtrack). Parsers take their own
+#: (``regex_timeout=``); the start anchor and content patterns use this one. Past it the
+#: regex module raises TimeoutError (see runtime/base.py for what a parser does then).
+#: Other patterns run without a clock: a clock read costs the regex module ~1.4 µs a call.
+REGEX_TIMEOUT = 1.0
 
 class Field:
     """One template field.
@@ -80,21 +89,29 @@ class State:
     each held-regex memo its scan keeps (``self._memo[slot]``), where ``tail`` is the
     literal that ends the pattern's lazy gap. ``ws_hold``: a run of whitespace held by
     ``quiet`` stays held while only whitespace follows (no watched delimiter starts with
-    whitespace; a whitespace-led one may grow from the run).
+    whitespace; a whitespace-led one may grow from the run). ``runs``: ``(alive, past,
+    rest, run, F)`` for each watched delimiter ``HEAD C+ F REST`` (compiler/regexinfo.py's
+    run_splits): a held text that ``alive`` (``HEAD C*``) matches whole, and where no ``F``
+    ends a ``past`` (``HEAD C* F``) with a beginning of ``rest`` after it, is a match still
+    inside its run of ``C``: it stays held while what follows is all ``C`` (``run``), and
+    the scan need not run.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs")
 
-    def __init__(self, field: int, scan: Any, end_scan: Any, quiet: Any, memos: tuple, ws_hold: bool):
+    def __init__(
+        self, field: int, scan: Any, end_scan: Any, quiet: Any, memos: tuple, ws_hold: bool, runs: tuple = ()
+    ):
         self.field = field
         self.scan = scan
         self.end_scan = end_scan
         self.quiet = quiet
         self.memos = memos
         self.ws_hold = ws_hold
+        self.runs = runs
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold"))
+        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs"))
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:
@@ -220,13 +237,14 @@ def still_pending(x: str, pending: tuple, marks: tuple[str, ...]) -> bool:
     return False
 
 
-def edge_moves(rx: Any, buf: str, match: Any) -> bool:
+def edge_moves(rx: Any, buf: str, match: Any, timeout: float | None = None) -> bool:
     r"""True when the complete ``match`` of ``rx``, which ends before the end of ``buf``, is
     not final yet: matched again at its start with one more character (``\x00``, neither a
     newline nor the end of the text) appended to ``buf``, it moves or its named groups
     change (it leaned on ``$``, ``\Z`` or a lookahead at the end). The reference's rule;
-    generated scans ask it only for patterns that can lean on the end (regexinfo)."""
-    again = rx.match(buf + "\x00", match.start())
+    generated scans ask it only for patterns that can lean on the end (regexinfo), with the
+    parser's ``timeout`` for a pattern that may backtrack without bound."""
+    again = rx.match(buf + "\x00", match.start(), timeout=timeout)
     return again is None or again.span() != match.span() or again.groupdict() != match.groupdict()
 
 

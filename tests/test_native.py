@@ -233,3 +233,11 @@ def test_compiled_generated_modules_parse_like_their_sources():
     assert compiled["results"], "no family has samples"
     for name in compiled["results"]:
         assert compiled["results"][name] == source["results"][name], name
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="only CI promises a compiler: elsewhere a build may be pure")
+def test_ci_builds_the_compiled_runtime():
+    """CI installs with Cython and a C compiler: a module that fails to compile (the build
+    then warns and falls back to its Python source) must fail the run, not pass it slower."""
+    assert respc.COMPILED_RUNTIME, respc.RUNTIME_INFO
+    assert len(_native.compiled_generated()) == len(respc.bundled_templates())

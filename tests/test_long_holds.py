@@ -1,0 +1,70 @@
+"""Long holds stay exact: a delimiter held over a long run of text (a whitespace run, a tool
+name or header being written) is set aside without rescanning (a *lasting hold*, see
+runtime/base.py), and every event still equals the reference's, feed by feed.
+
+Seeded: each case prints its template, text and chunking on failure. Linearity itself is
+shown by the bench (bench/bench.py --only holds), not timed here.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent / "differential"
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+import harness  # noqa: E402
+from transformers.utils import chat_parsing  # noqa: E402  (the behavioural reference)
+
+import respc  # noqa: E402
+
+#: (template, head written before the run, characters the run is made of, endings); the
+#: gpt-oss name after "to=functions." is in one of two alternatives of its header, which a
+#: lasting hold does not cover yet (it is rescanned: exact, but quadratic)
+UNCOVERED = {("gpt-oss", "<|channel|>analysis<|message|>hm<|end|><|start|>assistant to=functions.f")}
+CASES = [
+    ("qwen3-coder", "<tool_call>\n<function=", "get_weather_x", [">\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>", "\nrest", "<x", "", ">"]),
+    ("qwen3-coder", "Hi <tool_call>\n", " \n\t", ["<function=f>\n</function>\n</tool_call>", "text", ""]),
+    ("gpt-oss", "<|channel|>commentary to=functions.get_weather <|constrain|>json", " \n", ['<|message|>{"a": 1}<|call|>', "x<|message|>{}<|call|>", ""]),
+    ("gpt-oss", "<|channel|>analysis<|message|>hm<|end|><|start|>assistant to=functions.f", "abc", ["<|channel|>commentary json<|message|>{}<|call|>", " x", ""]),
+    ("qwen3", "Hello", " \t\n", ["<|im_end|>", "more text", ""]),
+    ("deepseek-v3.2", 'x<｜DSML｜function_calls>\n<｜DSML｜invoke name="', "get_w", ['">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>', '"', ""]),
+    ("minimax-m2", '<minimax:tool_call>\n<invoke name="', "abc_", ['">\n</invoke>\n</minimax:tool_call>', "\n", ""]),
+]
+
+
+def _chunks(rng: random.Random, text: str) -> list[str]:
+    out, i = [], 0
+    while i < len(text):
+        k = rng.choice([1, 2, 4, 4, 7, 16, 64])
+        out.append(text[i : i + k])
+        i += k
+    return out
+
+
+@pytest.mark.parametrize("name, head, run, endings", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_long_holds_match_the_reference(name, head, run, endings):
+    compiled = respc.load(name)
+    template = compiled.template
+    rng = random.Random(f"long-holds-{name}-{head}")
+    held_lasting = 0
+    for case in range(12):
+        length = rng.choice([300, 700, 1500, 3000])
+        text = head + "".join(rng.choice(run) for _ in range(length)) + rng.choice(endings)
+        chunks = _chunks(rng, text)
+        ref = harness.run_stream(lambda: chat_parsing.ResponseParser(template, prefix=""), chunks, 60)
+        got = harness.run_stream(lambda: compiled.parser(prefix=""), chunks, 60)
+        diff = harness.compare(ref, got, False)
+        assert diff is None, f"{name} case {case}: {diff}; chunks={chunks!r}"
+        # the mechanism under test engaged: some feed set the hold aside
+        parser = compiled.parser(prefix="")
+        for chunk in chunks:
+            parser.feed(chunk)
+            held_lasting += parser._stable is not None
+    if (name, head) not in UNCOVERED:
+        assert held_lasting, f"{name}: no lasting hold engaged (the long run was rescanned at every chunk)"

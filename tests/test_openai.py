@@ -1,0 +1,490 @@
+"""respc.openai: Chat Completions deltas from raw output, for every bundled template.
+
+The contract, over every family's samples (templates/samples/, as tests/test_models.py
+reads them) and every chunking (whole, 1 character, seeded random sizes, hypothesis): the
+deltas add up to the parsed message as ``to_message`` gives it (the fragments of each call
+to JSON whose value is the call's arguments, types from ``tools`` included; content and
+reasoning to the message's strings; the finish reason). Checked again with the ``openai``
+package's own stream accumulator. Then the JSON scanner on its own, streaming as written
+(a string's characters before the call closes, typed values whole), errors, and the example.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_models import _chunkings, _families, _load
+
+import respc
+from respc.openai import DeltaParser, JsonScanner, arguments_text, to_message
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 1234
+
+
+def _all_cases() -> list[tuple[str, dict, dict]]:
+    out = []
+    for name in _families():
+        _, samples = _load(name)
+        for case in samples["cases"]:
+            out.append((name, samples, case))
+    return out
+
+
+CASES = _all_cases()
+
+
+def _tools(samples: dict, case: dict) -> list | None:
+    return samples["tools"] if case.get("tools", True) else None
+
+
+def _run(name: str, case: dict, tools: list | None, chunks: list[str], **options) -> tuple[list[dict], str, DeltaParser]:
+    parser = DeltaParser(name, prefix=case["prefix"], tools=tools, id_seed=SEED, **options)
+    deltas = []
+    for chunk in chunks:
+        deltas += parser.feed(chunk)
+    last, reason = parser.finish(length=case.get("cut", False))
+    return deltas + last, reason, parser
+
+
+def _accumulate(deltas: list[dict]) -> dict:
+    """What a client builds from the deltas: strings concatenated, calls by index (each
+    starting with its id, type and name)."""
+    assert deltas[0] == {"role": "assistant"}, deltas[:1]
+    message: dict = {"role": "assistant", "content": None}
+    calls: dict[int, dict] = {}
+    for delta in deltas[1:]:
+        assert len(delta) == 1 and "role" not in delta, delta
+        (key, value), = delta.items()
+        if key != "tool_calls":
+            assert isinstance(value, str) and value, delta
+            message[key] = (message.get(key) or "") + value
+            continue
+        (call,) = value
+        index = call["index"]
+        if index not in calls:
+            assert set(call) == {"index", "id", "type", "function"} and call["function"]["arguments"] == "", call
+            assert index == len(calls), f"call {index} started before call {len(calls)}"
+            calls[index] = {"id": call["id"], "type": call["type"], "function": dict(call["function"])}
+        else:
+            assert set(call) == {"index", "function"} and set(call["function"]) == {"arguments"}, call
+            calls[index]["function"]["arguments"] += call["function"]["arguments"]
+    if calls:
+        message["tool_calls"] = [calls[i] for i in range(len(calls))]
+    return message
+
+
+def _decoded(message: dict) -> dict:
+    """``message`` with each call's arguments decoded where they are JSON (the contract is
+    on values: the streamed text is canonical JSON, which may space a value differently)."""
+    out = json.loads(json.dumps(message))
+    for call in out.get("tool_calls") or []:
+        try:
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+        except ValueError:
+            pass
+    return out
+
+
+def _expected(name: str, case: dict, tools: list | None) -> dict:
+    return to_message(respc.parse_response(case["output"], name, prefix=case["prefix"], tools=tools), id_seed=SEED)
+
+
+def _check(name: str, case: dict, tools: list | None, chunks: list[str], label: str) -> None:
+    deltas, reason, parser = _run(name, case, tools, chunks)
+    got = _accumulate(deltas)
+    want = _expected(name, case, tools)
+    where = f"{name}:{case['name']} ({label}); chunks={chunks!r}"
+    assert parser.to_message() == want, where
+    for key in ("content", "reasoning_content"):
+        assert got.get(key) == want.get(key), f"{where}: {key}"
+    if case.get("cut"):
+        assert reason == "length", where
+        # the cut call's arguments are what was written (not JSON); the calls before it are whole
+        got_calls, want_calls = got.get("tool_calls", [])[:-1], want.get("tool_calls", [])[:-1]
+        assert _decoded({"tool_calls": got_calls}) == _decoded({"tool_calls": want_calls}), where
+        return
+    assert reason == ("tool_calls" if want.get("tool_calls") else "stop"), where
+    assert _decoded(got) == _decoded(want), where
+    for call, final in zip(got.get("tool_calls", []), parser.message.get("tool_calls", [])):
+        # the contract, on the parsed message itself: the fragments are JSON of its arguments
+        arguments = final["function"]["arguments"]
+        if isinstance(arguments, str):
+            assert call["function"]["arguments"] == arguments, where
+        else:
+            assert json.loads(call["function"]["arguments"]) == arguments, where
+
+
+@pytest.mark.parametrize("name", _families())
+def test_deltas_add_up_to_the_parsed_message(name):
+    _, samples = _load(name)
+    for case in samples["cases"]:
+        tools = _tools(samples, case)
+        for label, chunks in _chunkings(case["output"], f"openai:{name}:{case['name']}"):
+            _check(name, case, tools, chunks, label)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CASES), st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=60))
+def test_any_chunking_gives_the_same_message(item, sizes):
+    name, samples, case = item
+    text = case["output"]
+    chunks, at, k = [], 0, 0
+    while at < len(text):
+        step = sizes[k % len(sizes)]
+        chunks.append(text[at : at + step])
+        at += step
+        k += 1
+    _check(name, case, _tools(samples, case), chunks, f"sizes {sizes}")
+
+
+def test_the_openai_client_accumulates_the_same_message():
+    """The openai package's own accumulator, fed ChatCompletionChunk objects built from the
+    deltas, ends with respc's message (as to_message gives it)."""
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    checked = 0
+    for name, samples, case in CASES:
+        if case.get("cut"):
+            continue  # a cut call's arguments are not JSON (see test_deltas_add_up_to_the_parsed_message)
+        tools = _tools(samples, case)
+        chunks = _chunkings(case["output"], f"client:{name}")[2][1]
+        deltas, reason, parser = _run(name, case, tools, chunks)
+        state = ChatCompletionStreamState()
+        for k, delta in enumerate(deltas):
+            last = k == len(deltas) - 1
+            state.handle_chunk(
+                ChatCompletionChunk.model_validate(
+                    {
+                        "id": "chatcmpl-respc",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": name,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": reason if last else None}],
+                    }
+                )
+            )
+        final = state.get_final_completion().choices[0]
+        assert final.finish_reason == reason
+        message = final.message
+        got = {"role": message.role, "content": message.content}
+        reasoning = (message.model_extra or {}).get("reasoning_content")
+        if reasoning is not None:
+            got["reasoning_content"] = reasoning
+        if message.tool_calls:
+            got["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": call.type,
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+                for call in message.tool_calls
+            ]
+        want = _expected(name, case, tools)
+        assert _decoded(got) == _decoded(want), f"{name}:{case['name']}"
+        checked += 1
+    assert checked > 100
+
+
+# --- streaming as written ----------------------------------------------------------
+
+_WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "note": {"type": "string"}},
+            },
+        },
+    }
+]
+
+
+def _argument_deltas(deltas: list[dict]) -> list[str]:
+    return [d["tool_calls"][0]["function"]["arguments"] for d in deltas if "tool_calls" in d and "id" not in d["tool_calls"][0]]
+
+
+@pytest.mark.parametrize(
+    ("name", "open_text", "body", "close_text"),
+    [
+        ("qwen3", '<tool_call>\n{"name": "get_weather", "arguments": ', '{"city": "%s", "days": "3"}', "}\n</tool_call>"),
+        ("gpt-oss", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>", '{"city": "%s", "days": "3"}', "<|call|>"),
+        ("kimi-k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>", '{"city": "%s", "days": "3"}', "<|tool_call_end|>"),
+        ("mistral-small-3.1", "[TOOL_CALLS]", '[{"name": "get_weather", "id": "a1b2c3d4e", "arguments": {"city": "%s", "days": "3"}}]', "</s>"),
+    ],
+)
+def test_a_json_string_argument_streams_as_it_is_written(name, open_text, body, close_text):
+    """A string argument's characters are sent as they arrive, long before the call closes;
+    an argument typing changes ("3" for an integer) is sent once complete, typed."""
+    city = "Llanfairpwllgwyngyll" * 5
+    text = open_text + body % city + close_text
+    parser = DeltaParser(name, prefix="", tools=_WEATHER, id_seed=SEED)
+    fragments_before_city_ends = []
+    end_of_city = text.index(city) + len(city)
+    sent = []
+    for at, char in enumerate(text):
+        fragments = _argument_deltas(parser.feed(char))
+        sent += fragments
+        if at < end_of_city:
+            fragments_before_city_ends += fragments
+    last, reason = parser.finish()
+    sent += _argument_deltas(last)
+    assert reason == "tool_calls"
+    assert len("".join(fragments_before_city_ends)) > len(city) // 2, sent[:5]
+    assert json.loads("".join(sent)) == {"city": city, "days": 3}
+    assert not any('"3"' in fragment for fragment in sent)
+
+
+@pytest.mark.parametrize("name", ["qwen3-coder", "glm-4.5", "minimax-m2"])
+def test_xml_parameters_are_sent_as_each_completes(name):
+    _, samples = _load(name)
+    case = next(c for c in samples["cases"] if c["name"] == "reasoning_tool_call")
+    parser = DeltaParser(name, prefix=case["prefix"], tools=samples["tools"], id_seed=SEED)
+    before_close = []
+    for char in case["output"]:
+        before_close += _argument_deltas(parser.feed(char))
+    assert before_close and before_close[0].startswith("{"), before_close
+
+
+def test_a_call_list_sends_each_argument():
+    parser = DeltaParser("llama3.2", prefix="", tools=_WEATHER, id_seed=SEED)
+    deltas = parser.feed('[get_weather(city="Paris", days="3"), get_weather(city="Rome")]')
+    deltas += parser.finish()[0]
+    calls = _accumulate(deltas)["tool_calls"]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"city": "Paris", "days": 3}, {"city": "Rome"}]
+
+
+# --- text fields, ids, finish reasons, errors ---------------------------------------
+
+
+def test_text_is_stripped_and_joined_as_the_message():
+    """Whitespace the field's strip drops is never sent; blocks of a joined field are."""
+    output = (
+        "<|channel|>analysis<|message|>  first thought \n<|end|>"
+        "<|start|>assistant<|channel|>analysis<|message|>second<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>\n Hello   there \n<|return|>"
+    )
+    for chunks in ([output], list(output)):
+        parser = DeltaParser("gpt-oss", prefix="", id_seed=SEED, reasoning_key="reasoning")
+        deltas = [d for chunk in chunks for d in parser.feed(chunk)] + parser.finish()[0]
+        message = _accumulate(deltas)
+        assert message["reasoning"] == "first thought\nsecond"
+        assert message["content"] == "Hello   there"
+        assert parser.to_message() == {"role": "assistant", "content": "Hello   there", "reasoning": "first thought\nsecond"}
+
+
+def test_ids_come_from_the_format_or_the_seed():
+    seeded = DeltaParser("qwen3", prefix="", id_seed=7)
+    deltas = seeded.feed('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>') + seeded.finish()[0]
+    (header,) = [d["tool_calls"][0] for d in deltas if "tool_calls" in d and "id" in d["tool_calls"][0]]
+    assert header["id"].startswith("call_") and len(header["id"]) == 29 and header["id"][5:].isalnum()
+    again = DeltaParser("qwen3", prefix="", id_seed=7)
+    assert again.feed('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')[1]["tool_calls"][0]["id"] == header["id"]
+    assert to_message(seeded.message, id_seed=7)["tool_calls"][0]["id"] == header["id"]
+    kimi = DeltaParser("kimi-k2", prefix="")
+    deltas = kimi.feed("<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|>")
+    headers = [d["tool_calls"][0] for d in deltas + kimi.finish()[0] if "tool_calls" in d and "id" in d["tool_calls"][0]]
+    assert [header["id"] for header in headers] == ["functions.f:0"]
+
+
+def test_finish_reasons():
+    parser = DeltaParser("qwen3", prefix="")
+    assert parser.feed("Hello ") == [{"role": "assistant"}, {"content": "Hello"}]
+    assert parser.finish() == ([], "stop")
+    parser = DeltaParser("qwen3", prefix="")
+    assert parser.finish(length=True) == ([{"role": "assistant"}], "length")
+    with pytest.raises(RuntimeError, match="already finished"):
+        parser.feed("x")
+
+
+def test_to_message_shape():
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "x1", "type": "function", "function": {"name": "f", "arguments": {"a": [1, "é"]}}},
+            {"type": "function", "function": {"name": "g", "arguments": '{"raw": 1'}},
+            {"type": "function", "function": {"name": "h"}},
+        ],
+    }
+    out = to_message(message, id_seed=3)
+    assert out["content"] is None and "reasoning_content" not in out
+    assert [c["id"] for c in out["tool_calls"]][0] == "x1"
+    assert [c["function"]["arguments"] for c in out["tool_calls"]] == ['{"a": [1, "é"]}', '{"raw": 1', "{}"]
+    assert arguments_text("raw text") == "raw text"
+    with pytest.raises(TypeError, match="message must be a dict"):
+        to_message("hello")
+
+
+def test_a_malformed_call_raises_as_the_parser_does():
+    bad = '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1,}}]</s>'
+    with pytest.raises(ValueError) as expected:
+        respc.parse_response(bad, "mistral-small-3.1", prefix="")
+    parser = DeltaParser("mistral-small-3.1", prefix="")
+    with pytest.raises(ValueError) as raised:
+        for char in bad:
+            parser.feed(char)
+        parser.finish()
+    assert type(raised.value) is type(expected.value) and str(raised.value) == str(expected.value)
+
+
+# --- the JSON scanner ----------------------------------------------------------------
+
+
+class _Collect:
+    def __init__(self):
+        self.parts: list[str] = []
+        self.keys: list[tuple[str, int]] = []
+        self.events: list[tuple] = []
+
+    def begin(self, kind, depth):
+        self.events.append(("begin", kind, depth))
+
+    def text(self, piece):
+        self.parts.append(piece)
+
+    def key(self, name, depth):
+        self.keys.append((name, depth))
+
+    def end(self, depth):
+        self.events.append(("end", depth))
+
+
+def _scan(pieces: list[str]) -> tuple[_Collect, JsonScanner]:
+    handler = _Collect()
+    scanner = JsonScanner(handler)
+    for piece in pieces:
+        scanner.feed(piece)
+    scanner.finish()
+    return handler, scanner
+
+
+def _every_split(text: str):
+    yield [text]
+    yield list(text)
+    for i in range(1, len(text)):
+        yield [text[:i], text[i:]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r'{"a": "x\"y\\z\/\n\t\u00e9\u0001", "b": "\ud83d\ude00 ok"}',
+        r'["\ud83d\ude00\ud83d\ude01", "\ud83dlone", "\udc00"]',
+        '{"nested": {"list": [1, [2, {"deep": []}], {}], "s": ""}, "n": -0.5e+3}',
+        ' \n {  "k" :\t[ true ,false, null , 12345678901234567890 , 1.0E2, -0 ] }\r\n',
+        '"just a string"',
+        "42",
+    ],
+)
+def test_json_scanner_text_is_canonical_for_every_split(text):
+    want = json.dumps(json.loads(text), ensure_ascii=False)
+    for pieces in _every_split(text):
+        handler, scanner = _scan(pieces)
+        got = "".join(handler.parts)
+        assert json.loads(got) == json.loads(text), pieces
+        if "\\ud83dlone" not in text and "\\udc00" not in text:
+            assert got == want, pieces
+        assert scanner.done, pieces
+
+
+def test_json_scanner_keys_depths_and_events():
+    handler, _ = _scan(list('{"a": {"b": [1, "x"]}, "c": 2}'))
+    assert handler.keys == [("a", 1), ("b", 2), ("c", 1)]
+    assert handler.events == [
+        ("begin", "{", 0),
+        ("begin", "{", 1),
+        ("begin", "[", 2),
+        ("begin", "0", 3),
+        ("end", 3),
+        ("begin", '"', 3),
+        ("end", 3),
+        ("end", 2),
+        ("end", 1),
+        ("begin", "0", 1),
+        ("end", 1),
+        ("end", 0),
+    ]
+
+
+def test_json_scanner_sends_string_text_before_the_string_ends():
+    handler = _Collect()
+    scanner = JsonScanner(handler)
+    scanner.feed('{"a": "hel')
+    assert "".join(handler.parts) == '{"a": "hel'
+    scanner.feed("lo\\")  # an escape cut in two waits for its second half
+    assert "".join(handler.parts) == '{"a": "hello'
+    scanner.feed('n", "n": 12')
+    assert "".join(handler.parts) == '{"a": "hello\\n", "n": '  # 12 may go on (123)
+    scanner.feed("3}")
+    assert "".join(handler.parts) == '{"a": "hello\\n", "n": 123}' and scanner.done
+
+
+@pytest.mark.parametrize("text", ['{"a": 1,}', '{"a" 1}', "[1 2]", '{"a": tru}', '"a\x01"', '{"a": "\\x"}', "{} x", "[01]"])
+def test_json_scanner_stops_at_what_is_not_json(text):
+    _, scanner = _scan([text])
+    assert scanner.bad
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(_JSON, st.booleans(), st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")]), st.integers(1, 7))
+def test_json_scanner_matches_json_on_random_values(value, ascii_only, separators, size):
+    text = json.dumps(value, ensure_ascii=ascii_only, separators=separators)
+    if not isinstance(value, (dict, list)):
+        text = f" {text} "
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    handler, scanner = _scan(pieces)
+    assert scanner.done, text
+    got = "".join(handler.parts)
+    assert json.loads(got) == json.loads(text), text
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(value, ensure_ascii=False)):
+        assert got == json.dumps(json.loads(text), ensure_ascii=False), text
+
+
+# --- the example ---------------------------------------------------------------------
+
+
+def test_the_example_prints_chunks():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "openai_stream.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT.parent),
+    )
+    assert result.returncode == 0, result.stderr
+    chunks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert all(chunk["object"] == "chat.completion.chunk" for chunk in chunks)
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
+    assert deltas[0] == {"role": "assistant"}
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("tool_calls", "stop")
+
+
+def test_spans_hand_out_the_events_behind_the_deltas():
+    text = "<think>hm</think>Hi"
+    p = DeltaParser("qwen3", prefix="", spans=True)
+    deltas = p.feed(text)
+    assert deltas and [e["type"] for e in p.events][:2] == ["region_open", "region_chunk"]
+    assert p.events[0]["start"] == 0 and p.events[0]["end"] == len("<think>")
+    p.finish()
+    quiet = DeltaParser("qwen3", prefix="")
+    quiet.feed(text)
+    assert quiet.events == []
+    with pytest.raises(TypeError, match="spans must be True or False"):
+        DeltaParser("qwen3", prefix="", spans="yes")
