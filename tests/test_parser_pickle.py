@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import multiprocessing
 import pickle
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,17 +88,32 @@ RUNTIME_TEMPLATE = {
 }
 
 
-def _finish_in_child(data: bytes, rest: list[str]) -> tuple:
-    return _rest(pickle.loads(data), rest)
+#: a new interpreter: unpickles a parser from stdin, feeds it the rest, pickles the result out
+_CHILD = """
+import pickle, sys
+parser, rest = pickle.loads(sys.stdin.buffer.read())
+events = []
+for chunk in rest:
+    events += parser.feed(chunk)
+message, final = parser.finalize()
+sys.stdout.buffer.write(pickle.dumps((events, message, final)))
+"""
 
 
 @pytest.mark.parametrize("template", ["qwen3", RUNTIME_TEMPLATE], ids=["bundled", "compiled-at-run-time"])
 def test_a_pickled_parser_goes_on_in_another_process(template):
     compiled = respc.compile_template(template)
-    text = '<think>hm</think>Hi <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>' if template == "qwen3" else 'x<c>{"a": [1, 2]}</c>y<c>{"b"'
+    if template == "qwen3":
+        text = '<think>hm</think>Hi <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+        rest = [text[11:]]
+    else:
+        text = 'x<c>{"a": [1, 2]}</c>y<c>{"b"'
+        rest = [text[11:], ": 2}</c> z"]
     parser = compiled.parser(prefix="")
     parser.feed(text[:11])
-    rest = [text[11:], ': 2}</c> z'] if template != "qwen3" else [text[11:]]
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        got = pool.apply(_finish_in_child, (pickle.dumps(parser), rest))
-    assert got == _rest(parser, rest)
+    # (a fresh interpreter, as another machine's would be: nothing of this one is loaded there)
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD], input=pickle.dumps((parser, rest)), capture_output=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr.decode(errors="replace")
+    assert pickle.loads(child.stdout) == _rest(parser, rest)
