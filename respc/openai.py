@@ -47,10 +47,13 @@ also hands out those events, offsets included, as ``events``).
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import random
 import re
 import string
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -153,9 +156,15 @@ def to_message(message: dict, *, reasoning_key: str = "reasoning_content", id_se
 # The incremental JSON scanner
 # --------------------------------------------------------------------------------------
 
-#: scanner states
-_VALUE, _AFTER, _KEY, _COLON, _STRING, _NUMBER, _WORD, _DONE, _BAD = range(9)
+#: scanner states; ``_STRING``: inside a value string with nothing pending, where plain text
+#: passes through as it is (``_XSTRING``: inside a key string, or after half an escape or a
+#: surrogate pair's first half)
+_VALUE, _AFTER, _KEY, _COLON, _STRING, _XSTRING, _NUMBER, _WORD, _DONE, _BAD = range(10)
 _WS = " \t\n\r"
+#: the last characters (``text[-1:]``) of a text chunk that is not sent as it is: whitespace
+#: (what ``str.strip`` strips, ``str.isspace``: all of it below U+3001), and "" (an empty
+#: chunk, which sends nothing)
+_HOLD_END = frozenset([""] + [chr(code) for code in range(0x3001) if chr(code).isspace()])
 #: where a string's plain run ends: its closing quote, an escape, or a control character
 #: (which JSON does not allow raw in a string)
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
@@ -165,6 +174,8 @@ _WORDS = {"true": "true", "false": "false", "null": "null"}
 #: a one-character escape, as canonical JSON writes the character it stands for
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "/", "b": "\\b", "f": "\\f", "n": "\\n", "r": "\\r", "t": "\\t"}
 _HEX = frozenset("0123456789abcdefABCDEF")
+#: the characters canonical JSON escapes (control characters, ``"``, ``\\``), by code point
+_ESCAPED = {code: _dumps(chr(code))[1:-1] for code in [*range(0x20), ord('"'), ord("\\")]}
 #: reads one keyword argument of a python-call-list call (as ``[f(k=v)]``)
 _CALL_LIST = make_parser("python-call-list")
 
@@ -185,14 +196,19 @@ class JsonScanner:
     * ``end(depth)``: the value that began at ``depth`` is complete (after its ``text``).
 
     A string's text arrives as its characters do; a number or a word once the character
-    after it shows it is complete. ``state == _BAD`` once the text is not JSON (the rest is
-    ignored), ``done`` once one whole value was read.
+    after it shows it is complete. The text read between two other calls is told in one
+    ``text`` call (at the latest when ``feed`` returns). A handler with a ``max_depth``
+    attribute is told ``begin``, ``key`` and ``end`` only down to that depth (the text of
+    deeper values comes all the same). ``state == _BAD`` once the text is not JSON (the
+    rest is ignored), ``done`` once one whole value was read.
     """
 
-    __slots__ = ("handler", "state", "stack", "partial", "high", "key_parts", "in_key", "first")
+    __slots__ = ("handler", "max_depth", "state", "stack", "partial", "high", "key_parts", "in_key", "first", "out")
 
     def __init__(self, handler: Any):
         self.handler = handler
+        max_depth = getattr(handler, "max_depth", None)
+        self.max_depth: int = sys.maxsize if max_depth is None else max_depth
         self.state = _VALUE
         self.stack: list[str] = []  # the open containers: "{" or "["
         self.partial = ""  # an escape, number or word not complete yet
@@ -200,6 +216,7 @@ class JsonScanner:
         self.key_parts: list[str] = []
         self.in_key = False
         self.first = False  # the open container has no item yet
+        self.out: list[str] = []  # text read, not told yet (see _flush)
 
     @property
     def done(self) -> bool:
@@ -211,16 +228,26 @@ class JsonScanner:
 
     def feed(self, text: str) -> None:
         """Read ``text``, the next piece of the JSON value."""
-        if self.state == _STRING and not self.partial and not self.high and not self.in_key:
-            if _STRING_STOP.search(text) is None:  # the common piece: plain text inside a string
-                self.handler.text(text)
-                return
+        if self.state == _STRING and '"' not in text and "\\" not in text and text.isprintable():
+            # the common piece: string text as it is (no closing quote, no escape, no control
+            # character; isprintable is False for a few other characters too, which then
+            # take the general path below)
+            self.handler.text(text)
+            return
+        try:
+            self._read(text)
+        finally:
+            if self.out:
+                self._flush()
+
+    def _read(self, text: str) -> None:
         i = 0
         n = len(text)
-        handler = self.handler
+        out = self.out
+        limit = self.max_depth
         while i < n:
             state = self.state
-            if state == _STRING:
+            if state == _STRING or state == _XSTRING:
                 i = self._string(text, i, n)
                 continue
             c = text[i]
@@ -245,23 +272,27 @@ class JsonScanner:
             if state == _VALUE:
                 depth = len(self.stack)
                 if c == "{" or c == "[":
-                    handler.begin(c, depth)
-                    handler.text(c)
+                    if depth <= limit:
+                        self._begin(c, depth)
+                    out.append(c)
                     self.stack.append(c)
                     self.first = True
                     self.state = _KEY if c == "{" else _VALUE
                 elif c == '"':
-                    handler.begin(c, depth)
-                    handler.text('"')
+                    if depth <= limit:
+                        self._begin(c, depth)
+                    out.append('"')
                     self.in_key = False
                     self.state = _STRING
                 elif c == "-" or "0" <= c <= "9":
-                    handler.begin("0", depth)
+                    if depth <= limit:
+                        self._begin("0", depth)
                     self.partial = ""
                     self.state = _NUMBER
                     continue
                 elif c.isalpha():
-                    handler.begin("0", depth)
+                    if depth <= limit:
+                        self._begin("0", depth)
                     self.partial = ""
                     self.state = _WORD
                     continue
@@ -274,7 +305,7 @@ class JsonScanner:
                 if c == '"':
                     self.in_key = True
                     self.key_parts = []
-                    self.state = _STRING
+                    self.state = _XSTRING
                 elif c == "}" and self.first:
                     self._close(c)
                 else:
@@ -288,7 +319,7 @@ class JsonScanner:
             elif state == _AFTER:
                 top = self.stack[-1]
                 if c == ",":
-                    handler.text(", ")
+                    out.append(", ")
                     self.first = False
                     self.state = _KEY if top == "{" else _VALUE
                 elif (c == "}" and top == "{") or (c == "]" and top == "["):
@@ -305,16 +336,35 @@ class JsonScanner:
         """The text has ended: a number or word at the very end is complete."""
         if self.state == _NUMBER or self.state == _WORD:
             self._scalar_end()
+            if self.out:
+                self._flush()
 
     # --- helpers -------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Tell the handler the text read since it was last told anything."""
+        out = self.out
+        text = out[0] if len(out) == 1 else "".join(out)
+        out.clear()
+        if text:
+            self.handler.text(text)
+
+    def _begin(self, kind: str, depth: int) -> None:
+        if self.out:
+            self._flush()
+        self.handler.begin(kind, depth)
+
     def _close(self, c: str) -> None:
         self.stack.pop()
-        self.handler.text(c)
+        self.out.append(c)
         self._value_end()
 
     def _value_end(self) -> None:
         """A value is complete: what may follow it."""
-        self.handler.end(len(self.stack))
+        depth = len(self.stack)
+        if depth <= self.max_depth:
+            if self.out:
+                self._flush()
+            self.handler.end(depth)
         self.first = False
         self.state = _AFTER if self.stack else _DONE
 
@@ -325,19 +375,32 @@ class JsonScanner:
             if _NUMBER.fullmatch(token) is None:
                 self.state = _BAD
                 return
-            # the number as json reads and writes it (1.0E2 -> 100.0, 1e400 -> Infinity)
-            plain = token.lstrip("-").isdigit() and token != "-0"  # an integer as json writes it
-            canonical = token if plain else _dumps(json.loads(token))
+            # the number as json reads and writes it (-0 -> 0, 1.0E2 -> 100.0, 1e400 -> Infinity)
+            if "." in token or "e" in token or "E" in token:
+                value = float(token)
+                canonical = repr(value) if math.isfinite(value) else _dumps(value)
+            else:
+                canonical = token if token != "-0" else "0"
         else:
             canonical = _WORDS.get(token)
             if canonical is None:
                 self.state = _BAD  # NaN, Infinity, a bare word: left to the close
                 return
-        self.handler.text(canonical)
+        self.out.append(canonical)
         self._value_end()
+
+    def string_text(self, text: str) -> str:
+        """Read ``text``, which stays inside a value string (it holds no ``"``), and return
+        its canonical text instead of telling the handler (DeltaParser's quick path)."""
+        self._string(text, 0, len(text))
+        out = self.out
+        piece = out[0] if len(out) == 1 else "".join(out)
+        out.clear()
+        return piece
 
     def _string(self, text: str, i: int, n: int) -> int:
         """Read string text from ``i``: plain runs as they are, escapes re-escaped."""
+        out = self.key_parts if self.in_key else self.out
         if self.partial:  # an escape cut by the last piece
             have = len(self.partial)
             escape = self.partial + text[i : i + 5]
@@ -347,85 +410,88 @@ class JsonScanner:
             size = 6 if escape[1] == "u" else 2
             self.partial = ""
             i += size - have
-            if not self._escape(escape[:size]):
+            piece = self._escape(escape[:size])
+            if piece is None:
                 return n
+            if piece:
+                out.append(piece)
         while i < n:
             m = _STRING_STOP.search(text, i)
             j = n if m is None else m.start()
             if j > i:
                 if self.high:
-                    self._piece(self._lone_high())
-                self._piece(text[i:j])
+                    out.append(self._lone_high())
+                out.append(text[i:j])
             if m is None:
-                return n
+                break
             c = text[j]
             if c == '"':
                 if self.high:
-                    self._piece(self._lone_high())
+                    out.append(self._lone_high())
                 return self._string_end(j + 1)
             if c != "\\":
                 self.state = _BAD  # a raw control character
-                return n
+                break
             if j + 1 >= n or (text[j + 1] == "u" and j + 6 > n):
                 self.partial = text[j:]
-                return n
+                break
             size = 6 if text[j + 1] == "u" else 2
-            if not self._escape(text[j : j + size]):
-                return n
+            piece = self._escape(text[j : j + size])
+            if piece is None:
+                break
+            if piece:
+                out.append(piece)
             i = j + size
+        if self.state != _BAD:  # the piece ended inside the string
+            self.state = _XSTRING if self.in_key or self.partial or self.high else _STRING
         return n
 
-    def _escape(self, escape: str) -> bool:
-        """Read one escape (``\\n``, ``\\u00e9``); False if it is not JSON's."""
+    def _escape(self, escape: str) -> str | None:
+        """The canonical text of one escape (``\\n``, ``\\u00e9``), "" while a surrogate
+        pair's first half waits for its second; None (the scanner stops) if it is not JSON's."""
         if escape[1] != "u":
             canonical = _ESCAPES.get(escape[1])
             if canonical is None:
                 self.state = _BAD
-                return False
-            if self.high:
-                self._piece(self._lone_high())
-            self._piece(canonical)
-            return True
+                return None
+            return self._lone_high() + canonical if self.high else canonical
         digits = escape[2:]
-        if len(digits) != 4 or not all(d in _HEX for d in digits):
+        if len(digits) != 4 or not _HEX.issuperset(digits):
             self.state = _BAD
-            return False
+            return None
         code = int(digits, 16)
+        lone = ""
         if self.high:
             if 0xDC00 <= code <= 0xDFFF:  # the pair's second half: one character
                 high = int(self.high[2:], 16)
                 self.high = ""
-                self._piece(chr(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)))
-                return True
-            self._piece(self._lone_high())
+                return chr(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00))
+            lone = self._lone_high()
         if 0xD800 <= code <= 0xDBFF:
             self.high = escape  # wait for the second half
-        elif 0xDC00 <= code <= 0xDFFF:
-            self._piece(escape.lower())  # a lone surrogate stays an escape (it has no UTF-8)
-        else:
-            self._piece(_dumps(chr(code))[1:-1])
-        return True
+            return lone
+        if 0xDC00 <= code <= 0xDFFF:
+            return lone + escape.lower()  # a lone surrogate stays an escape (it has no UTF-8)
+        return lone + _ESCAPED.get(code, chr(code))
 
     def _lone_high(self) -> str:
         high = self.high.lower()
         self.high = ""
         return high
 
-    def _piece(self, piece: str) -> None:
-        if self.in_key:
-            self.key_parts.append(piece)
-        else:
-            self.handler.text(piece)
-
     def _string_end(self, i: int) -> int:
         if self.in_key:
             self.in_key = False
             escaped = "".join(self.key_parts)
-            self.handler.key(json.loads(f'"{escaped}"'), len(self.stack))
-            self.handler.text(f'"{escaped}": ')
+            depth = len(self.stack)
+            if depth <= self.max_depth:
+                if self.out:
+                    self._flush()
+                self.handler.key(json.loads(f'"{escaped}"') if "\\" in escaped else escaped, depth)
+            self.out.append(f'"{escaped}": ')
             self.state = _COLON
             return i
-        self.handler.text('"')
+        self.out.append('"')
         self._value_end()
         return i
 
@@ -438,14 +504,17 @@ class JsonScanner:
 class _Call:
     """One tool call of the stream: its index, what is known of it, what was sent."""
 
-    __slots__ = ("index", "name", "id", "sent", "parts", "pending", "off", "complete", "hold", "hold_key")
+    __slots__ = ("index", "name", "id", "sent", "sent_text", "pending", "off", "complete", "hold", "hold_key")
 
     def __init__(self, index: int):
         self.index = index
         self.name: str | None = None
         self.id: str | None = None
         self.sent = False  # its first delta (id, name) was sent
-        self.parts: list[str] = []  # the argument fragments sent
+        # the argument text sent, for the close to check it against the final arguments: a
+        # StringIO keeps about the text's size (its recent writes, a few MB at most, until
+        # it joins them), where a list of the fragments would take ~60 bytes a fragment
+        self.sent_text = io.StringIO()
         self.pending: list[str] = []  # fragments waiting for the first delta
         self.off = False  # the arguments are left to the close
         self.complete = False  # the arguments were sent whole (as the model wrote them)
@@ -571,18 +640,19 @@ def _plan(field: dict) -> _Plan:
 class _Region:
     """An open tool-call region: its calls and the reader of its body."""
 
-    __slots__ = ("calls", "reader", "caps")
+    __slots__ = ("calls", "reader", "scanner", "caps")
 
     def __init__(self, caps: dict | None):
         self.calls: list[_Call] = []
         self.reader: Any = None
+        self.scanner: JsonScanner | None = None  # the reader, when it is a JsonScanner
         self.caps = caps
 
 
 class _TextField:
     """How a text field streams: its delta key, whether it strips, its join."""
 
-    __slots__ = ("key", "strip", "join", "stream", "blocks", "started", "ws", "join_due")
+    __slots__ = ("key", "strip", "join", "stream", "blocks", "started", "ws", "join_due", "ready", "live")
 
     def __init__(self, key: str, field: dict):
         self.key = key
@@ -596,6 +666,37 @@ class _TextField:
         self.started = False
         self.ws: list[str] = []  # whitespace held back (it ends the value unless text follows)
         self.join_due = False
+        #: the open region's text is being sent (its start was, no join is due): each chunk
+        #: is sent as ``piece`` gives it
+        self.ready = False
+        #: ready, and no whitespace held: a chunk that does not end in whitespace is sent
+        #: as it is
+        self.live = False
+
+    def piece(self, text: str) -> str:
+        """What to send of a chunk of the open region: with ``strip``, less the whitespace
+        at the value's start, and with the whitespace at the chunk's end held back (sent
+        before the next text, dropped if the value ends)."""
+        if not self.strip:
+            return text
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        core = text.rstrip()
+        if not core:
+            self.ws.append(text)
+            self.live = False
+            return ""
+        tail = text[len(core) :]
+        if self.ws:
+            core = "".join(self.ws) + core
+            self.ws.clear()
+        if tail:
+            self.ws.append(tail)
+        self.live = self.ready and not tail
+        return core
 
 
 class DeltaParser:
@@ -632,6 +733,7 @@ class DeltaParser:
             raise TypeError(f"DeltaParser: spans must be True or False, got {type(spans).__name__}")
         # spans=True underneath: open events carry the open delimiter's captures (names, ids)
         self._parser = compiled.parser(prefix=prefix, tools=tools, spans=True)
+        self._feed = self._parser.feed  # until finish (then _feed_finished)
         self._spans = spans
         self._tools: ToolTypes = tool_types(tools) if tools else {}
         self._typed: dict[str, dict[str, bool]] = {}
@@ -648,6 +750,7 @@ class DeltaParser:
         self._region: _Region | None = None
         self._out = _Out()
         self._out.delta({"role": "assistant"})
+        self._first = True  # the first feed also returns the role delta and the prefix's
         self._finished = False
         #: the parsed message, once finished
         self.message: dict | None = None
@@ -659,27 +762,45 @@ class DeltaParser:
     # --- public API ------------------------------------------------------------------
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the deltas it completes."""
-        if self._finished:
-            raise RuntimeError("DeltaParser: already finished; create a new one for the next generation")
-        events = self._parser.feed(text)
+        events = self._feed(text)
         if self._spans:
             self.events = events
-        if len(events) == 1 and self._out.kind is None and not self._out.deltas:
-            # the common chunk: one region_chunk of text that streams as it is (nothing held
-            # back, nothing to join) is one delta; of a call being read, its reader's deltas
+        if len(events) == 1 and not self._first:
+            # the common chunk: one region_chunk, inside a text field or a call's arguments,
+            # handled here in one go (the same deltas as the general path below)
             event = events[0]
-            name = event["field"]
-            if name == "tool_calls" and event["type"] == "region_chunk" and self._region is not None:
-                if self._region.reader is not None:
-                    self._region.reader.feed(event["text"])
-                return self._out.take()
-            field = self._text.get(name)
-            if field is not None and event["type"] == "region_chunk" and field.stream and (field.started or not field.strip):
+            if event["type"] == "region_chunk":
                 text = event["text"]
-                if text and not field.ws and not field.join_due and not (field.strip and text[-1].isspace()):
-                    return [{field.key: text}]
+                field = self._text.get(event["field"])
+                if field is not None:
+                    if field.live and text[-1:] not in _HOLD_END:
+                        return [{field.key: text}]
+                    if field.ready:
+                        text = field.piece(text)
+                        return [{field.key: text}] if text else []
+                elif event["field"] == "tool_calls" and self._region is not None:
+                    scanner = self._region.scanner
+                    if scanner is not None:
+                        if '"' not in text and (scanner.state == _STRING or (scanner.state == _XSTRING and not scanner.in_key)):
+                            # text that stays inside a value string (it cannot close it),
+                            # sent straight to its call when nothing holds the call back
+                            call = scanner.handler.target
+                            if call is not None and call.sent and not call.off and call.hold is None:
+                                if scanner.state != _STRING or "\\" in text or not text.isprintable():
+                                    text = scanner.string_text(text)  # escapes (see JsonScanner.feed)
+                                    if not text:
+                                        return []
+                                call.sent_text.write(text)
+                                return [{"tool_calls": [{"index": call.index, "function": {"arguments": text}}]}]
+                        scanner.feed(text)
+                    elif self._region.reader is not None:
+                        self._region.reader.feed(text)
+                    return self._out.take()
+        elif not events and not self._first:
+            return []
         if events:
             self._events(events)
+        self._first = False
         return self._out.take()
 
     def finish(self, length: bool = False) -> tuple[list[dict], str]:
@@ -692,6 +813,7 @@ class DeltaParser:
         if self._spans:
             self.events = events
         self._finished = True
+        self._feed = _feed_finished
         self._events(events)
         self.message = message
         if length:
@@ -737,6 +859,7 @@ class DeltaParser:
                     self._text_chunk(field, event["text"])
             elif kind == "region_open":
                 field.started = False
+                field.ready = field.live = False
                 field.ws.clear()
                 field.join_due = field.join is not None and field.blocks > 0
             elif kind == "region_close":
@@ -750,27 +873,15 @@ class DeltaParser:
 
     def _text_chunk(self, field: _TextField, text: str) -> None:
         """Send a text field's chunk, less the whitespace its strip may drop."""
-        if field.strip:
-            if not field.started:
-                text = text.lstrip()
-                if not text:
-                    return
-                field.started = True
-            core = text.rstrip()
-            if not core:
-                field.ws.append(text)
-                return
-            tail = text[len(core) :]
-            if field.ws:
-                core = "".join(field.ws) + core
-                field.ws.clear()
-            if tail:
-                field.ws.append(tail)
-            text = core
+        text = field.piece(text)
+        if not text:
+            return
         if field.join_due:
             self._out.add(field.key, field.join)
             field.join_due = False
         self._out.add(field.key, text)
+        field.ready = True
+        field.live = not field.ws
 
     # --- tool calls ----------------------------------------------------------------
     def _call_open(self, caps: dict | None) -> None:
@@ -789,6 +900,8 @@ class DeltaParser:
             region.reader = JsonScanner(_CallsHandler(self, region, 1 if plan.shape == "each" else 0))
         elif plan.body == "calls":
             region.reader = _CallListReader(self, region)
+        if type(region.reader) is JsonScanner:
+            region.scanner = region.reader
 
     def _new_call(self) -> _Call:
         call = _Call(len(self._calls))
@@ -834,12 +947,13 @@ class DeltaParser:
         if call.pending:
             pending = "".join(call.pending)
             call.pending.clear()
-            call.parts.append(pending)
+            call.sent_text.write(pending)
             self._out.add(call.index, pending)
 
     def _typed_key(self, call: _Call, key: str) -> bool:
-        """Whether tool typing may change argument ``key`` of ``call`` (then it is sent
-        whole, once typed)."""
+        """Whether tool typing may change argument ``key`` of ``call`` when it is a string
+        or a list (then it is sent whole, once typed). Typing leaves a number, a literal and
+        an object as they are: the handlers send those as they read them."""
         if not self._tools:
             return False
         table = self._typed.get(call.name)
@@ -862,7 +976,7 @@ class DeltaParser:
         if call.hold is not None:
             call.hold.append(piece)
         elif call.sent:
-            call.parts.append(piece)
+            call.sent_text.write(piece)
             self._out.add(call.index, piece)
         else:
             call.pending.append(piece)
@@ -900,7 +1014,7 @@ class DeltaParser:
                 self._maybe_start(call, True)
                 self._send_rest(call, canonical)
                 continue
-            sent = "".join(call.parts)
+            sent = call.sent_text.getvalue()
             if canonical.startswith(sent):
                 self._send_rest(call, canonical[len(sent) :])
             elif not call.complete and isinstance(function, dict) and isinstance(function.get("arguments"), dict):
@@ -917,8 +1031,12 @@ class DeltaParser:
 
     def _send_rest(self, call: _Call, text: str) -> None:
         if text:
-            call.parts.append(text)
+            call.sent_text.write(text)
             self._out.add(call.index, text)
+
+
+def _feed_finished(text: str) -> list[dict]:
+    raise RuntimeError("DeltaParser: already finished; create a new one for the next generation")
 
 
 def _object_open(sent: str) -> bool:
@@ -932,21 +1050,27 @@ def _object_open(sent: str) -> bool:
 
 
 class _ArgsHandler:
-    """Routes a JSON body that is one call's arguments (the ``args`` shape) to that call."""
+    """Routes a JSON body that is one call's arguments (the ``args`` shape) to that call.
 
-    __slots__ = ("parser", "call", "current")
+    ``target`` (in both handlers): the call a value string's text goes to, or None; the
+    parser's fast path writes a plain chunk there itself."""
+
+    __slots__ = ("parser", "call", "current", "target")
+
+    max_depth = 1  # the arguments (0) and their members (1)
 
     def __init__(self, parser: DeltaParser, call: _Call):
         self.parser = parser
         self.call = call
         self.current = ""
+        self.target = call
 
     def begin(self, kind: str, depth: int) -> None:
         call = self.call
         if depth == 0:
             if kind == '"' or kind == "0":
                 call.off = True  # a string or scalar as the arguments: sent at the close
-        elif depth == 1 and self.parser._typed_key(call, self.current):
+        elif depth == 1 and kind != "0" and self.parser._typed_key(call, self.current):
             call.hold = []
             call.hold_key = self.current
 
@@ -969,17 +1093,19 @@ class _CallsHandler:
     """Routes a JSON body of call objects (``object``: one; ``each``: a list of them) to
     the calls: each object's name and id members, and its arguments member as it is read."""
 
-    __slots__ = ("parser", "region", "top", "call", "member", "current", "parts", "args_depth")
+    __slots__ = ("parser", "region", "top", "max_depth", "call", "member", "current", "parts", "args_depth", "target")
 
     def __init__(self, parser: DeltaParser, region: _Region, top: int):
         self.parser = parser
         self.region = region
         self.top = top  # the depth of the call objects
+        self.max_depth = top + 2  # the calls, their members, the arguments' members
         self.call: _Call | None = None
         self.member = ""  # the call object's member being read
         self.current = ""  # the arguments' member being read
         self.parts: list[str] | None = None  # a name or id string being read
         self.args_depth = -1  # the depth of the arguments value while it is read
+        self.target: _Call | None = None  # the call, while its arguments are read
 
     def begin(self, kind: str, depth: int) -> None:
         parser = self.parser
@@ -1002,9 +1128,10 @@ class _CallsHandler:
                 self.parts = [] if kind == '"' or kind == "0" else None
             elif member == plan.args[1]:
                 self.args_depth = depth
+                self.target = call
                 if kind == '"' or kind == "0" or (call.name is None and parser._tools):
                     call.off = True  # arguments as a string or scalar, or before the name
-        elif depth == self.args_depth + 1 and call.name is not None and parser._typed_key(call, self.current):
+        elif depth == self.args_depth + 1 and kind != "0" and call.name is not None and parser._typed_key(call, self.current):
             call.hold = []
             call.hold_key = self.current
 
@@ -1015,8 +1142,8 @@ class _CallsHandler:
             self.current = name
 
     def text(self, piece: str) -> None:
-        if self.args_depth >= 0:
-            self.parser._write(self.call, piece)
+        if self.target is not None:
+            self.parser._write(self.target, piece)
         elif self.parts is not None:
             self.parts.append(piece)
 
@@ -1027,6 +1154,7 @@ class _CallsHandler:
         if self.args_depth >= 0:
             if depth == self.args_depth:
                 self.args_depth = -1
+                self.target = None
                 call.complete = not call.off
             elif depth == self.args_depth + 1 and call.hold is not None:
                 self.parser._hold_end(call)
@@ -1040,26 +1168,40 @@ class _CallsHandler:
             self.call = None
 
 
+def _tail_edge(text: str, tail: str) -> str:
+    """The end of ``text`` where ``tail`` may have begun (the next chunk may complete it):
+    its last ``len(tail) - 1`` characters from their first ``tail[0]`` on, or ""."""
+    if len(tail) < 2:
+        return ""
+    window = text[-(len(tail) - 1) :]
+    start = window.find(tail[0])
+    return window[start:] if start >= 0 else ""
+
+
 class _XmlReader:
     """Reads an ``xml-inline`` body: each parameter is sent once its tail literal is written,
     as the field's own content parser reads it (then typed)."""
 
-    __slots__ = ("parser", "call", "rest", "edge", "count")
+    __slots__ = ("parser", "call", "rest", "edge", "count", "mark")
 
     def __init__(self, parser: DeltaParser, call: _Call):
         self.parser = parser
         self.call = call
         self.rest: list[str] = []  # the body after the last complete parameter
-        self.edge = ""  # its last characters (a tail literal may be cut across chunks)
+        self.edge = ""  # its end where a tail literal may have begun (see _tail_edge)
         self.count = 0
+        self.mark = parser._plan.xml_tail[:1]  # the tail literal's first character
 
     def feed(self, text: str) -> None:
+        if not self.edge and self.mark not in text:  # the common chunk: no tail ends in it
+            self.rest.append(text)
+            return
         plan = self.parser._plan
         tail = plan.xml_tail
         seen = self.edge + text
         self.rest.append(text)
         if tail not in seen:
-            self.edge = seen[-(len(tail) - 1) :] if len(tail) > 1 else ""
+            self.edge = _tail_edge(seen, tail)
             return
         body = "".join(self.rest)
         end = 0
@@ -1070,7 +1212,7 @@ class _XmlReader:
             end = match.end()
         rest = body[end:]
         self.rest = [rest] if rest else []
-        self.edge = rest[-(len(tail) - 1) :] if len(tail) > 1 else ""
+        self.edge = _tail_edge(rest, tail)
 
     def _parameter(self, found: dict) -> None:
         parser = self.parser

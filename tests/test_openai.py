@@ -359,8 +359,8 @@ class _Collect:
         self.events.append(("end", depth))
 
 
-def _scan(pieces: list[str]) -> tuple[_Collect, JsonScanner]:
-    handler = _Collect()
+def _scan(pieces: list[str], handler: _Collect | None = None) -> tuple[_Collect, JsonScanner]:
+    handler = handler or _Collect()
     scanner = JsonScanner(handler)
     for piece in pieces:
         scanner.feed(piece)
@@ -414,6 +414,23 @@ def test_json_scanner_keys_depths_and_events():
         ("end", 1),
         ("end", 0),
     ]
+
+
+class _Shallow(_Collect):
+    max_depth = 1
+
+
+def test_json_scanner_tells_a_handler_only_the_depths_it_asks_for():
+    # begin/key/end of deeper values are left out; their text comes all the same, and the
+    # text read between two other calls comes in one piece
+    text = '{"a": {"b": [1, "x"]}, "c": 2}'
+    for pieces in _every_split(text):
+        handler, scanner = _scan(pieces, _Shallow())
+        assert "".join(handler.parts) == text and scanner.done, pieces
+        assert handler.keys == [("a", 1), ("c", 1)], pieces
+        assert handler.events == [("begin", "{", 0), ("begin", "{", 1), ("end", 1), ("begin", "0", 1), ("end", 1), ("end", 0)], pieces
+    handler, _ = _scan([text], _Shallow())
+    assert handler.parts == ["{", '"a": ', '{"b": [1, "x"]}', ", ", '"c": ', "2", "}"]
 
 
 def test_json_scanner_sends_string_text_before_the_string_ends():
