@@ -24,9 +24,12 @@ Where each thing happens, once:
 * ``_commit``: the one commit loop, for streaming, finalizing and whole outputs alike:
   the progress rule, the empty-region guard and the consumed/held bookkeeping.
 * ``_take``: where text enters the open region (and the implicit region opens).
-* ``_open`` and ``_close``: where regions begin and end, and values are made.
-Every event is built in those three, only when there is an event list to append it to
-(``events`` is None for a whole output: the same loop, no events).
+* ``_open`` and ``_close``: where regions begin and end, and values are made; a value that
+  fails to parse goes to ``_malformed`` (``on_malformed="event"``) or raises.
+Every event is built in those, only when there is an event list to append it to (``events``
+is None for a whole output: the same loop, no events), with its offsets when ``spans`` is
+on. A regex over its time bound (``regex_timeout``) is caught once, in ``_commit``.
+``__reduce__`` / ``__deepcopy__`` carry the state as data (pickling, forked streams).
 """
 
 from __future__ import annotations

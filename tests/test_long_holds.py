@@ -68,3 +68,57 @@ def test_long_holds_match_the_reference(name, head, run, endings):
             held_lasting += parser._stable is not None
     if (name, head) not in UNCOVERED:
         assert held_lasting, f"{name}: no lasting hold engaged (the long run was rescanned at every chunk)"
+
+
+#: pieces of random delimiters HEAD C+ F REST (regexinfo.run_splits' shape, and near misses)
+_HEADS = {  # pattern -> text that matches it
+    "<f=": "<f=",
+    "<tool_call>\\s*<function=": "<tool_call>\n<function=",
+    "\\s*<a>": " <a>",
+    "x": "x",
+    "(?:<a>|<bb>)": "<bb>",
+    "<a>\\s*(?:k|kk)?": "<a> kk",
+}
+_CLASSES = ["[^>]", "[^>\\n]", "[a-z]", "\\s", "[^<\\s]", ".", "\\w", '[^"]']
+_STOPS = [">", "<", '"', "!", "\\n"]
+_RESTS = ["", ">", "x", "\\s*</f>", "(?:y|z)", "b?c"]
+_ALPHABET = ["<f=", "<a>", "<bb>", "<tool_call>", "<function=", "a", "b", "k", " ", "\n", ">", "<", '"', "!", "x", "y", "z", "c", "</f>", "</x>", "é"]
+
+
+def test_random_run_delimiters_match_the_reference():
+    """Random templates whose open or close is ``HEAD C+ F REST`` (or close to it), on texts
+    that write the head and then a long run, in random chunks: every event equals the
+    reference's, and lasting holds do engage."""
+    rng = random.Random("long-holds-random")
+    engaged = 0
+    for case in range(150):
+        head = rng.choice(list(_HEADS))
+        group = rng.choice(["{}", "(?P<name>{})", "(?:{})"])
+        pattern = head + group.format(rng.choice(_CLASSES) + rng.choice("+*")) + rng.choice(_STOPS) + rng.choice(_RESTS)
+        if rng.random() < 0.5:
+            fields = {"content": {"content": "text"}, "x": {"open_pattern": pattern, "close": "</x>", "content": "text"}}
+        else:
+            fields = {"content": {"close_pattern": pattern, "content": "text"}}
+        template = {"start_anchor": "<S>", "fields": fields}
+        try:
+            compiled = respc.compile_template(template)
+        except respc.TemplateError:
+            continue  # named groups without a transform: the reference refuses it as well
+        text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 3)))
+        text += (_HEADS[head] if rng.random() < 0.8 else "") + rng.choice("ab \né") * rng.randint(260, 1200)
+        text += "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 5)))
+        chunks = _chunks(rng, text)
+        ref = harness.run_stream(lambda: chat_parsing.ResponseParser(template, prefix=""), chunks, 60)
+        got = harness.run_stream(lambda: compiled.parser(prefix=""), chunks, 60)
+        diff = harness.compare(ref, got, False)
+        assert diff is None, f"case {case}: pattern {pattern!r}: {diff}; chunks={chunks!r}"
+        parser = compiled.parser(prefix="")
+        try:
+            for chunk in chunks:
+                parser.feed(chunk)
+                if parser._stable is not None and type(parser._stable) is not str:
+                    engaged += 1
+                    break
+        except ValueError:
+            pass  # (what the reference raised too: compared above)
+    assert engaged >= 10, f"only {engaged} of 150 cases held a run lastingly"
