@@ -15,28 +15,12 @@ from pathlib import Path
 import pytest
 
 import respc
+from test_cli import assert_one_line_error
+from test_cli import respc as respc_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = json.loads((ROOT / "templates" / "samples" / "qwen3.json").read_text(encoding="utf-8"))
 BROKEN_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {city: Paris}}\n</tool_call>'
-
-
-def respc_cli(*args, cwd=None, timeout=300):
-    done = subprocess.run(
-        [sys.executable, "-m", "respc", *map(str, args)], capture_output=True, cwd=cwd, timeout=timeout
-    )
-    done.stdout = done.stdout.decode("utf-8")
-    done.stderr = done.stderr.decode("utf-8")
-    return done
-
-
-def assert_one_line_error(done, *parts):
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    assert len(done.stderr.splitlines()) == 1, done.stderr
-    assert done.stderr.startswith("respc: error: ")
-    for part in parts:
-        assert part in done.stderr, done.stderr
 
 
 def strict_template(folder: Path) -> Path:
