@@ -349,34 +349,78 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     return head, text
 
 
-_KEY_GROUP = "(?P<key>\\w+)"
+_KEY_GROUP = "(?P<key>"
 _WORD = regex.compile(r"\w")  # one character \w matches
 
 
-def word_key_head(head: str) -> tuple[str, str, bool] | None:
-    """Split a tag head ``OPEN(?P<key>\\w+)CLOSE`` (then optionally ``\\s*``), both literal,
-    into ``(OPEN's text, CLOSE's text, has \\s*)``, or None for another shape.
+def _atoms(pattern: str) -> list[str] | None:
+    """The characters of a pattern of plain characters and escaped punctuation, one per
+    atom (so a trailing ``?`` can be told to apply to the last one), or None."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            try:
+                c, i = _escape(pattern, i)
+            except _Unknown:
+                return None
+        elif c in _META:
+            return None
+        else:
+            i += 1
+        out.append(c)
+    return out
 
-    CLOSE must start with a character ``\\w`` does not match: then a match at a position
-    where OPEN occurs has the whole run of word characters after it as its key, and CLOSE
-    is the first occurrence of CLOSE after OPEN. So the head can be found with
-    ``str.find`` and the key checked as a run of ASCII word characters (other keys are
-    asked of the regex; see ``runtime/content.py`` and the property test in
-    tests/test_regexinfo.py). Qwen3-Coder's ``<parameter=(?P<key>\\w+)>\\s*`` is one.
+
+def word_key_head(head: str) -> tuple[str, str, bool, str, str] | None:
+    """Split a tag head ``OPEN(?P<key>K+)CLOSE`` (then optionally ``\\s*``, or one literal
+    character made optional, such as ``\\n?``), OPEN and CLOSE literal, into ``(OPEN's
+    text, CLOSE's text, has \\s*, STOPS, the optional character or "")``. ``K`` is ``\\w``
+    (STOPS "") or a negated set of literal characters ``[^...]`` (STOPS: those characters),
+    and CLOSE must start with a character K does not match; None for another shape.
+
+    Then a match at a position where OPEN occurs has the whole run of K characters after
+    it as its key, and CLOSE is the first occurrence of CLOSE after OPEN: the head can be
+    found with ``str.find``, the key checked as a run of ASCII word characters (other keys
+    are asked of the regex) or as text free of STOPS (see ``runtime/content.py`` and the
+    property test in tests/test_regexinfo.py). Qwen3-Coder's ``<parameter=(?P<key>[^>\\n]+)>\\n?``
+    is one.
     """
-    if "(?" in head.replace("(?:", "").replace(_KEY_GROUP, ""):
-        return None  # inline flags, other groups with names: not handled
     at = head.find(_KEY_GROUP)
     if at <= 0:
         return None
-    rest = head[at + len(_KEY_GROUP) :]
+    body_start = at + len(_KEY_GROUP)
+    if head.startswith("\\w+)", body_start):
+        stops, after = "", body_start + len("\\w+)")
+    elif head.startswith("[^", body_start):
+        try:
+            chars, j = _class(head, body_start + 1)  # (the set after its ^)
+        except _Unknown:
+            return None
+        if not head.startswith("+)", j):
+            return None
+        stops, after = "".join(sorted(chars)), j + 2
+    else:
+        return None
+    if "(?" in head[:at] + head[after:]:
+        return None  # inline flags, other groups: not handled
+    rest = head[after:]
     ws = rest.endswith("\\s*") and not rest.endswith("\\\\s*")
     if ws:
         rest = rest[: -len("\\s*")]
-    opening, closing = _literal_text(head[:at]), _literal_text(rest)
-    if opening is None or closing is None or _WORD.match(closing[0]):
+    # a last "?" makes the character before it optional (unless that "?" is escaped: an
+    # odd run of backslashes before it)
+    optional = rest.endswith("?") and (len(rest) - len(rest[:-1].rstrip("\\")) - 1) % 2 == 0
+    if optional and ws:
         return None
-    return opening, closing, ws
+    opening, atoms = _literal_text(head[:at]), _atoms(rest[:-1] if optional else rest)
+    if opening is None or not atoms or len(atoms) < 1 + optional:
+        return None
+    closing = "".join(atoms[:-1] if optional else atoms)
+    if _WORD.match(closing[0]) if not stops else closing[0] not in stops:
+        return None
+    return opening, closing, ws, stops, atoms[-1] if optional else ""
 
 
 def lazy_group_split(pattern: str, group: str = "value") -> tuple | None:

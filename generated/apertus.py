@@ -165,7 +165,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|inner_prefix|>
-        i = buf.find("<|inner_prefix|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|inner_prefix|>", i):
+            i = buf.find("<|inner_prefix|>", i + 1)
         if i >= 0:
             best = (i, i + 16, 0, None)
             lim = i

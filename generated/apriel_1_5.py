@@ -224,7 +224,9 @@ class Parser(_base.ParserBase):
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex \\s*\\[BEGIN FINAL RESPONSE\\]
         # every match is whitespace, then one of: [BEGIN FINAL RESPONSE]; try the regex only there
         m = None
-        i = buf.find("[BEGIN FINAL RESPONSE]", pos)
+        i = buf.find("[", pos)
+        if i >= 0 and not buf.startswith("[BEGIN FINAL RESPONSE]", i):
+            i = buf.find("[BEGIN FINAL RESPONSE]", i + 1)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -238,7 +240,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("[BEGIN FINAL RESPONSE]", i + 1)
+            i = buf.find("[", i + 1)
+            if i >= 0 and not buf.startswith("[BEGIN FINAL RESPONSE]", i):
+                i = buf.find("[BEGIN FINAL RESPONSE]", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -287,7 +291,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex </tool_calls>\\s*
         # every match is one of: </tool_calls>; try the regex only there
         m = None
-        i = buf.find("</tool_calls>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_calls>", i):
+            i = buf.find("</tool_calls>", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -300,7 +306,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</tool_calls>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("</tool_calls>", i):
+                i = buf.find("</tool_calls>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -341,7 +349,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|assistant|>\n
-        i = buf.find("<|assistant|>\n", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|assistant|>\n", i):
+            i = buf.find("<|assistant|>\n", i + 1)
         if i >= 0:
             best = (i, i + 14, 0, None)
             lim = i
@@ -353,7 +363,9 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <tool_calls>
-        i = buf.find("<tool_calls>", pos, lim + 12)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<tool_calls>", i):
+            i = buf.find("<tool_calls>", i + 1, lim + 12)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 12 > best[1] - best[0]):
                 best = (i, i + 12, 1, None)
@@ -370,8 +382,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|end|>", pos, top + 7)
-        j = buf.find("[END FINAL RESPONSE]", pos, top + 20)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|end|>", i):
+            i = buf.find("<|end|>", i + 1, top + 7)
+        j = buf.find("[", pos, top + 1)
+        if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
+            j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -389,9 +405,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|end|>", k)
-            j = buf.find("[END FINAL RESPONSE]", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|end|>", i):
+                i = buf.find("<|end|>", i + 1, top + 7)
+            j = buf.find("[", k, top + 1)
+            if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
+                j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -117,7 +117,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal <|END_THINKING|>
-        i = buf.find("<|END_THINKING|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|END_THINKING|>", i):
+            i = buf.find("<|END_THINKING|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 16, -1, None)
@@ -144,7 +146,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal <|END_ACTION|>
-        i = buf.find("<|END_ACTION|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|END_ACTION|>", i):
+            i = buf.find("<|END_ACTION|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 14, -1, None)
@@ -171,7 +175,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close content -- fields.content.close: literal <|END_RESPONSE|>
-        i = buf.find("<|END_RESPONSE|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|END_RESPONSE|>", i):
+            i = buf.find("<|END_RESPONSE|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 16, -1, None)
@@ -200,7 +206,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <|START_RESPONSE|>
-        i = buf.find("<|START_RESPONSE|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|START_RESPONSE|>", i):
+            i = buf.find("<|START_RESPONSE|>", i + 1)
         if i >= 0:
             best = (i, i + 18, 2, None)
             lim = i
@@ -212,7 +220,9 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
-        i = buf.find("<|START_THINKING|>", pos, lim + 18)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<|START_THINKING|>", i):
+            i = buf.find("<|START_THINKING|>", i + 1, lim + 18)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 18 > best[1] - best[0]):
                 best = (i, i + 18, 0, None)
@@ -225,7 +235,9 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
-        i = buf.find("<|START_ACTION|>", pos, lim + 16)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<|START_ACTION|>", i):
+            i = buf.find("<|START_ACTION|>", i + 1, lim + 16)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 16 > best[1] - best[0]):
                 best = (i, i + 16, 1, None)
@@ -244,7 +256,9 @@ class Parser(_base.ParserBase):
     def _end_free(self, buf: str, pos, eos):
         # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|START_; try them where it occurs, leftmost first, the longest at one place.
         n = len(buf)
-        k = buf.find("<|START_", pos)
+        k = buf.find("<", pos)
+        if k >= 0 and not buf.startswith("<|START_", k):
+            k = buf.find("<|START_", k + 1)
         while k >= 0:
             best = None
             # open content -- fields.content.open: literal <|START_RESPONSE|>
@@ -258,7 +272,9 @@ class Parser(_base.ParserBase):
                 best = (k, k + 16, 1, None)
             if best is not None:
                 return best
-            k = buf.find("<|START_", k + 1)
+            k = buf.find("<", k + 1)
+            if k >= 0 and not buf.startswith("<|START_", k):
+                k = buf.find("<|START_", k + 1)
         return n
 
     def _quiet_free(self, x: str):

@@ -152,7 +152,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex ```\\s*
         # every match is one of: ```; try the regex only there
         m = None
-        i = buf.find("```", pos)
+        i = buf.find("`", pos)
+        if i >= 0 and not buf.startswith("```", i):
+            i = buf.find("```", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -165,7 +167,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("```", i + 1)
+            i = buf.find("`", i + 1)
+            if i >= 0 and not buf.startswith("```", i):
+                i = buf.find("```", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -238,7 +242,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|END_OF_TURN_TOKEN|>", pos, top + 21)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|END_OF_TURN_TOKEN|>", i):
+            i = buf.find("<|END_OF_TURN_TOKEN|>", i + 1, top + 21)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -254,7 +260,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|END_OF_TURN_TOKEN|>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|END_OF_TURN_TOKEN|>", i):
+                i = buf.find("<|END_OF_TURN_TOKEN|>", i + 1, top + 21)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -201,7 +201,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -230,7 +232,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex ```\\s*<\uff5ctool\u2581call\u2581end\uff5c>
         # every match is one of: ```; try the regex only there
         m = None
-        i = buf.find("```", pos)
+        i = buf.find("`", pos)
+        if i >= 0 and not buf.startswith("```", i):
+            i = buf.find("```", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -243,7 +247,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("```", i + 1)
+            i = buf.find("`", i + 1)
+            if i >= 0 and not buf.startswith("```", i):
+                i = buf.find("```", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -284,7 +290,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -325,8 +333,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<｜end▁of▁sentence｜>", pos, top + 19)
-        j = buf.find("<｜tool▁calls▁end｜>", pos, top + 18)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
+            i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
+            j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -344,9 +356,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<｜end▁of▁sentence｜>", k)
-            j = buf.find("<｜tool▁calls▁end｜>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
+                i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
+                j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -168,7 +168,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -195,7 +197,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal <\uff5ctool\u2581call\u2581end\uff5c>
-        i = buf.find("<｜tool▁call▁end｜>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<｜tool▁call▁end｜>", i):
+            i = buf.find("<｜tool▁call▁end｜>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 17, -1, None)
@@ -224,7 +228,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -265,8 +271,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<｜end▁of▁sentence｜>", pos, top + 19)
-        j = buf.find("<｜tool▁calls▁end｜>", pos, top + 18)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
+            i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
+            j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -284,9 +294,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<｜end▁of▁sentence｜>", k)
-            j = buf.find("<｜tool▁calls▁end｜>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
+                i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
+                j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

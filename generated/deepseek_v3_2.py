@@ -214,7 +214,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -241,7 +243,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </\uff5cDSML\uff5cinvoke>
-        i = buf.find("</｜DSML｜invoke>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</｜DSML｜invoke>", i):
+            i = buf.find("</｜DSML｜invoke>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 15, -1, None)
@@ -270,7 +274,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -311,8 +317,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</｜DSML｜function_calls>", pos, top + 23)
-        j = buf.find("<｜end▁of▁sentence｜>", pos, top + 19)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</｜DSML｜function_calls>", i):
+            i = buf.find("</｜DSML｜function_calls>", i + 1, top + 23)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", j):
+            j = buf.find("<｜end▁of▁sentence｜>", j + 1, top + 19)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -330,9 +340,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("</｜DSML｜function_calls>", k)
-            j = buf.find("<｜end▁of▁sentence｜>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("</｜DSML｜function_calls>", i):
+                i = buf.find("</｜DSML｜function_calls>", i + 1, top + 23)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", j):
+                j = buf.find("<｜end▁of▁sentence｜>", j + 1, top + 19)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -97,7 +97,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -124,7 +126,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </tool_call>
-        i = buf.find("</tool_call>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_call>", i):
+            i = buf.find("</tool_call>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 12, -1, None)
@@ -151,7 +155,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close content -- fields.content.close: literal </response>
-        i = buf.find("</response>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</response>", i):
+            i = buf.find("</response>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 11, -1, None)
@@ -180,7 +186,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <response>
-        i = buf.find("<response>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<response>", i):
+            i = buf.find("<response>", i + 1)
         if i >= 0:
             best = (i, i + 10, 2, None)
             lim = i
@@ -192,7 +200,9 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos, lim + 7)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1, lim + 7)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 7 > best[1] - best[0]):
                 best = (i, i + 7, 0, None)
@@ -205,7 +215,9 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <tool_call>
-        i = buf.find("<tool_call>", pos, lim + 11)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<tool_call>", i):
+            i = buf.find("<tool_call>", i + 1, lim + 11)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 11 > best[1] - best[0]):
                 best = (i, i + 11, 1, None)

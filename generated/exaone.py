@@ -154,7 +154,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -181,7 +183,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </tool_call>
-        i = buf.find("</tool_call>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_call>", i):
+            i = buf.find("</tool_call>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 12, -1, None)
@@ -210,7 +214,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -226,7 +232,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<tool_call>", pos, top + 11)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<tool_call>", i):
+            i = buf.find("<tool_call>", i + 1, top + 11)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -242,7 +250,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<tool_call>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<tool_call>", i):
+                i = buf.find("<tool_call>", i + 1, top + 11)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -276,7 +287,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("[|endofturn|]", pos, top + 13)
+        i = buf.find("[", pos, top + 1)
+        if i >= 0 and not buf.startswith("[|endofturn|]", i):
+            i = buf.find("[|endofturn|]", i + 1, top + 13)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -292,7 +305,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("[|endofturn|]", i + 1)
+                    top = n
+            i = buf.find("[", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("[|endofturn|]", i):
+                i = buf.find("[|endofturn|]", i + 1, top + 13)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -188,7 +188,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal <channel|>
-        i = buf.find("<channel|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<channel|>", i):
+            i = buf.find("<channel|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 10, -1, None)
@@ -215,7 +217,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal <tool_call|>
-        i = buf.find("<tool_call|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<tool_call|>", i):
+            i = buf.find("<tool_call|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 12, -1, None)
@@ -244,7 +248,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel>thought
-        i = buf.find("<|channel>thought", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|channel>thought", i):
+            i = buf.find("<|channel>thought", i + 1)
         if i >= 0:
             best = (i, i + 17, 0, None)
             lim = i
@@ -260,7 +266,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|tool_call>call:", pos, top + 17)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|tool_call>call:", i):
+            i = buf.find("<|tool_call>call:", i + 1, top + 17)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -276,7 +284,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|tool_call>call:", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|tool_call>call:", i):
+                i = buf.find("<|tool_call>call:", i + 1, top + 17)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -310,8 +321,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<turn|>", pos, top + 7)
-        j = buf.find("<|tool_response>", pos, top + 16)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<turn|>", i):
+            i = buf.find("<turn|>", i + 1, top + 7)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|tool_response>", j):
+            j = buf.find("<|tool_response>", j + 1, top + 16)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -329,9 +344,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<turn|>", k)
-            j = buf.find("<|tool_response>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<turn|>", i):
+                i = buf.find("<turn|>", i + 1, top + 7)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|tool_response>", j):
+                j = buf.find("<|tool_response>", j + 1, top + 16)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

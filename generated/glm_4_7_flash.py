@@ -208,7 +208,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -235,7 +237,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </tool_call>
-        i = buf.find("</tool_call>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_call>", i):
+            i = buf.find("</tool_call>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 12, -1, None)
@@ -266,7 +270,9 @@ class Parser(_base.ParserBase):
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex \\s*<think>
         # every match is whitespace, then one of: <think>; try the regex only there
         m = None
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -280,7 +286,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<think>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -312,7 +320,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<tool_call>", pos, top + 11)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<tool_call>", i):
+            i = buf.find("<tool_call>", i + 1, top + 11)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -328,7 +338,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<tool_call>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<tool_call>", i):
+                i = buf.find("<tool_call>", i + 1, top + 11)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -366,11 +379,17 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|endoftext|>", pos, top + 13)
-        j = buf.find("<|observation|>", pos, top + 15)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|endoftext|>", i):
+            i = buf.find("<|endoftext|>", i + 1, top + 13)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|observation|>", j):
+            j = buf.find("<|observation|>", j + 1, top + 15)
         if j >= 0 and (i < 0 or j < i):
             i = j
-        j = buf.find("<|user|>", pos, top + 8)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|user|>", j):
+            j = buf.find("<|user|>", j + 1, top + 8)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -388,12 +407,19 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|endoftext|>", k)
-            j = buf.find("<|observation|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|endoftext|>", i):
+                i = buf.find("<|endoftext|>", i + 1, top + 13)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|observation|>", j):
+                j = buf.find("<|observation|>", j + 1, top + 15)
             if j >= 0 and (i < 0 or j < i):
                 i = j
-            j = buf.find("<|user|>", k)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|user|>", j):
+                j = buf.find("<|user|>", j + 1, top + 8)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

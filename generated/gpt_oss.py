@@ -194,7 +194,9 @@ class Parser(_base.ParserBase):
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex <\\|(?:end|call|return)\\|>
         # every match is one of: <|; try the regex only there
         m = None
-        i = buf.find("<|", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|", i):
+            i = buf.find("<|", i + 1)
         while i >= 0:
             c = (
                 _RE_REASONING_CONTENT_CLOSE_0.match(buf, i)
@@ -207,7 +209,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<|", i):
+                i = buf.find("<|", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -250,7 +254,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex <\\|(?:call|end|return)\\|>
         # every match is one of: <|; try the regex only there
         m = None
-        i = buf.find("<|", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|", i):
+            i = buf.find("<|", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_2.match(buf, i)
@@ -263,7 +269,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<|", i):
+                i = buf.find("<|", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -304,7 +312,9 @@ class Parser(_base.ParserBase):
         # close content -- fields.content.close_pattern: regex <\\|(?:end|return|call)\\|>
         # every match is one of: <|; try the regex only there
         m = None
-        i = buf.find("<|", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|", i):
+            i = buf.find("<|", i + 1)
         while i >= 0:
             c = (
                 _RE_CONTENT_CLOSE_4.match(buf, i)
@@ -317,7 +327,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<|", i):
+                i = buf.find("<|", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -360,7 +372,9 @@ class Parser(_base.ParserBase):
         # open content -- fields.content.open_pattern: regex <\\|channel\\|>(?:final|commentary)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?<\\|message\\|>
         # every match is one of: <|channel|>; try the regex only there
         m = None
-        i = buf.find("<|channel|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|channel|>", i):
+            i = buf.find("<|channel|>", i + 1)
         while i >= 0:
             c = (
                 _RE_CONTENT_OPEN_3.match(buf, i)
@@ -373,7 +387,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|channel|>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<|channel|>", i):
+                i = buf.find("<|channel|>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -395,7 +411,9 @@ class Parser(_base.ParserBase):
                 best = (s, e, 2, None)
                 lim = s
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
-        i = buf.find("<|channel|>analysis<|message|>", pos, lim + 30)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<|channel|>analysis<|message|>", i):
+            i = buf.find("<|channel|>analysis<|message|>", i + 1, lim + 30)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 30 > best[1] - best[0]):
                 best = (i, i + 30, 0, None)
@@ -412,7 +430,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|channel|>", pos, top + 11)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|channel|>", i):
+            i = buf.find("<|channel|>", i + 1, top + 11)
         j = buf.find("to=functions.", pos, top + 13)
         if j >= 0 and (i < 0 or j < i):
             i = j
@@ -431,9 +451,12 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|channel|>", k)
-            j = buf.find("to=functions.", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|channel|>", i):
+                i = buf.find("<|channel|>", i + 1, top + 11)
+            j = buf.find("to=functions.", k, top + 13)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -153,7 +153,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -204,7 +206,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -249,11 +253,17 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</response>", pos, top + 11)
-        j = buf.find("<response>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</response>", i):
+            i = buf.find("</response>", i + 1, top + 11)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<response>", j):
+            j = buf.find("<response>", j + 1, top + 10)
         if j >= 0 and (i < 0 or j < i):
             i = j
-        j = buf.find("<|end_of_text|>", pos, top + 15)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|end_of_text|>", j):
+            j = buf.find("<|end_of_text|>", j + 1, top + 15)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -271,12 +281,19 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("</response>", k)
-            j = buf.find("<response>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("</response>", i):
+                i = buf.find("</response>", i + 1, top + 11)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<response>", j):
+                j = buf.find("<response>", j + 1, top + 10)
             if j >= 0 and (i < 0 or j < i):
                 i = j
-            j = buf.find("<|end_of_text|>", k)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|end_of_text|>", j):
+                j = buf.find("<|end_of_text|>", j + 1, top + 15)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

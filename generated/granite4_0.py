@@ -286,7 +286,9 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_call>\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
         # every match is whitespace, then one of: <tool_call>; try the regex only there
         m = None
-        i = buf.find("<tool_call>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<tool_call>", i):
+            i = buf.find("<tool_call>", i + 1)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -300,7 +302,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<tool_call>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<tool_call>", i):
+                i = buf.find("<tool_call>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -332,7 +336,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|end_of_text|>", pos, top + 15)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|end_of_text|>", i):
+            i = buf.find("<|end_of_text|>", i + 1, top + 15)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -348,7 +354,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|end_of_text|>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|end_of_text|>", i):
+                i = buf.find("<|end_of_text|>", i + 1, top + 15)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

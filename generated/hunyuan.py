@@ -105,7 +105,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -204,7 +206,9 @@ class Parser(_base.ParserBase):
                 best = (s, e, 2, None)
                 lim = s
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos, lim + 7)
+        i = buf.find("<", pos, lim + 1)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1, lim + 7)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and 7 > best[1] - best[0]):
                 best = (i, i + 7, 0, None)

@@ -179,7 +179,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal <|tool_call_end|>
-        i = buf.find("<|tool_call_end|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|tool_call_end|>", i):
+            i = buf.find("<|tool_call_end|>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 17, -1, None)
@@ -208,7 +210,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -249,8 +253,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|im_end|>", pos, top + 10)
-        j = buf.find("<|tool_call", pos, top + 11)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|im_end|>", i):
+            i = buf.find("<|im_end|>", i + 1, top + 10)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|tool_call", j):
+            j = buf.find("<|tool_call", j + 1, top + 11)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -268,9 +276,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|im_end|>", k)
-            j = buf.find("<|tool_call", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|im_end|>", i):
+                i = buf.find("<|im_end|>", i + 1, top + 10)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|tool_call", j):
+                j = buf.find("<|tool_call", j + 1, top + 11)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -188,7 +188,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|im_end|>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|im_end|>", i):
+            i = buf.find("<|im_end|>", i + 1, top + 10)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -204,7 +206,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|im_end|>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|im_end|>", i):
+                i = buf.find("<|im_end|>", i + 1, top + 10)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

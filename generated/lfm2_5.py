@@ -141,7 +141,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -194,7 +196,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -239,7 +243,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|im_end|>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|im_end|>", i):
+            i = buf.find("<|im_end|>", i + 1, top + 10)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -255,7 +261,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<|im_end|>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|im_end|>", i):
+                i = buf.find("<|im_end|>", i + 1, top + 10)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

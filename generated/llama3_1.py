@@ -192,8 +192,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|eom_id|>", pos, top + 10)
-        j = buf.find("<|eot_id|>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|eom_id|>", i):
+            i = buf.find("<|eom_id|>", i + 1, top + 10)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|eot_id|>", j):
+            j = buf.find("<|eot_id|>", j + 1, top + 10)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -211,9 +215,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|eom_id|>", k)
-            j = buf.find("<|eot_id|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|eom_id|>", i):
+                i = buf.find("<|eom_id|>", i + 1, top + 10)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|eot_id|>", j):
+                j = buf.find("<|eot_id|>", j + 1, top + 10)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

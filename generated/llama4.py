@@ -138,11 +138,17 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)
         # every match is whitespace, then one of: <|eom|>, <|eot|>, <|python_end|>; try the regex only there
         m = None
-        i = buf.find("<|eom|>", pos)
-        j = buf.find("<|eot|>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|eom|>", i):
+            i = buf.find("<|eom|>", i + 1)
+        j = buf.find("<", pos)
+        if j >= 0 and not buf.startswith("<|eot|>", j):
+            j = buf.find("<|eot|>", j + 1)
         if j >= 0 and (i < 0 or j < i):
             i = j
-        j = buf.find("<|python_end|>", pos)
+        j = buf.find("<", pos)
+        if j >= 0 and not buf.startswith("<|python_end|>", j):
+            j = buf.find("<|python_end|>", j + 1)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -159,11 +165,17 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
             k = i + 1
-            i = buf.find("<|eom|>", k)
-            j = buf.find("<|eot|>", k)
+            i = buf.find("<", k)
+            if i >= 0 and not buf.startswith("<|eom|>", i):
+                i = buf.find("<|eom|>", i + 1)
+            j = buf.find("<", k)
+            if j >= 0 and not buf.startswith("<|eot|>", j):
+                j = buf.find("<|eot|>", j + 1)
             if j >= 0 and (i < 0 or j < i):
                 i = j
-            j = buf.find("<|python_end|>", k)
+            j = buf.find("<", k)
+            if j >= 0 and not buf.startswith("<|python_end|>", j):
+                j = buf.find("<|python_end|>", j + 1)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):
@@ -240,8 +252,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|eom|>", pos, top + 7)
-        j = buf.find("<|eot|>", pos, top + 7)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|eom|>", i):
+            i = buf.find("<|eom|>", i + 1, top + 7)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|eot|>", j):
+            j = buf.find("<|eot|>", j + 1, top + 7)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -259,9 +275,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|eom|>", k)
-            j = buf.find("<|eot|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|eom|>", i):
+                i = buf.find("<|eom|>", i + 1, top + 7)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|eot|>", j):
+                j = buf.find("<|eot|>", j + 1, top + 7)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -156,7 +156,10 @@ def _finish_reasoning_content(body, caps):
 _parse_tool_calls = _content.make_parser(
     "xml-inline",
     {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>(?P<value>.*?)</parameter>"},
-    {"tag_split": ("<parameter=(?P<key>[^>\\n]+)>", False, "</parameter>")},
+    {
+        "tag_split": ("<parameter=(?P<key>[^>\\n]+)>", False, "</parameter>"),
+        "key_head": ("<parameter=", ">", False, "\n>", ""),
+    },
 )
 
 
@@ -206,7 +209,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -235,7 +240,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex </tool_call>\\s*
         # every match is one of: </tool_call>; try the regex only there
         m = None
-        i = buf.find("</tool_call>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_call>", i):
+            i = buf.find("</tool_call>", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -248,7 +255,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</tool_call>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("</tool_call>", i):
+                i = buf.find("</tool_call>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -289,7 +298,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -305,7 +316,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<tool_call>", pos, top + 11)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<tool_call>", i):
+            i = buf.find("<tool_call>", i + 1, top + 11)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -321,7 +334,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<tool_call>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<tool_call>", i):
+                i = buf.find("<tool_call>", i + 1, top + 11)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -355,8 +371,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|endoftext|>", pos, top + 13)
-        j = buf.find("<|im_end|>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|endoftext|>", i):
+            i = buf.find("<|endoftext|>", i + 1, top + 13)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|im_end|>", j):
+            j = buf.find("<|im_end|>", j + 1, top + 10)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -374,9 +394,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|endoftext|>", k)
-            j = buf.find("<|im_end|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|endoftext|>", i):
+                i = buf.find("<|endoftext|>", i + 1, top + 13)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|im_end|>", j):
+                j = buf.find("<|im_end|>", j + 1, top + 10)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

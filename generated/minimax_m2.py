@@ -104,7 +104,10 @@ def _finish_reasoning_content(body, caps):
 _parse_tool_calls = _content.make_parser(
     "xml-inline",
     {"tag_pattern": '<parameter name="(?P<key>[^"]+)">\\s*(?P<value>.*?)\\s*</parameter>'},
-    {"tag_split": ('<parameter name="(?P<key>[^"]+)">\\s*', True, "</parameter>")},
+    {
+        "tag_split": ('<parameter name="(?P<key>[^"]+)">\\s*', True, "</parameter>"),
+        "key_head": ('<parameter name="', '">', True, '"', ""),
+    },
 )
 
 
@@ -154,7 +157,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -181,7 +186,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </invoke>
-        i = buf.find("</invoke>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</invoke>", i):
+            i = buf.find("</invoke>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 9, -1, None)
@@ -210,7 +217,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -251,8 +260,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</minimax:tool_call>", pos, top + 20)
-        j = buf.find("[e~[", pos, top + 4)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</minimax:tool_call>", i):
+            i = buf.find("</minimax:tool_call>", i + 1, top + 20)
+        j = buf.find("[", pos, top + 1)
+        if j >= 0 and not buf.startswith("[e~[", j):
+            j = buf.find("[e~[", j + 1, top + 4)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -270,9 +283,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("</minimax:tool_call>", k)
-            j = buf.find("[e~[", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("</minimax:tool_call>", i):
+                i = buf.find("</minimax:tool_call>", i + 1, top + 20)
+            j = buf.find("[", k, top + 1)
+            if j >= 0 and not buf.startswith("[e~[", j):
+                j = buf.find("[e~[", j + 1, top + 4)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -146,7 +146,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal [/THINK]
-        i = buf.find("[/THINK]", pos)
+        i = buf.find("[", pos)
+        if i >= 0 and not buf.startswith("[/THINK]", i):
+            i = buf.find("[/THINK]", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -199,7 +201,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal [THINK]
-        i = buf.find("[THINK]", pos)
+        i = buf.find("[", pos)
+        if i >= 0 and not buf.startswith("[THINK]", i):
+            i = buf.find("[THINK]", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -214,7 +218,10 @@ class Parser(_base.ParserBase):
         # every match is one of: [TOOL_CALLS]; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        i = buf.find("[TOOL_CALLS]", pos, bound + 12)
+        top = bound
+        i = buf.find("[", pos, top + 1)
+        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+            i = buf.find("[TOOL_CALLS]", i + 1, top + 12)
         while i >= 0:
             if i > bound and m is None:
                 break
@@ -229,7 +236,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("[TOOL_CALLS]", i + 1)
+                    top = n
+            i = buf.find("[", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+                i = buf.find("[TOOL_CALLS]", i + 1, top + 12)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -257,7 +267,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</s>", pos, top + 4)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</s>", i):
+            i = buf.find("</s>", i + 1, top + 4)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -273,7 +285,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</s>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("</s>", i):
+                i = buf.find("</s>", i + 1, top + 4)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -126,7 +126,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close: literal </s>
-        i = buf.find("</s>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</s>", i):
+            i = buf.find("</s>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 4, -1, None)
@@ -155,7 +157,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open: literal [TOOL_CALLS]
-        i = buf.find("[TOOL_CALLS]", pos)
+        i = buf.find("[", pos)
+        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+            i = buf.find("[TOOL_CALLS]", i + 1)
         if i >= 0:
             best = (i, i + 12, 0, None)
             lim = i
@@ -171,7 +175,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</s>", pos, top + 4)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</s>", i):
+            i = buf.find("</s>", i + 1, top + 4)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -187,7 +193,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</s>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("</s>", i):
+                i = buf.find("</s>", i + 1, top + 4)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -167,7 +167,9 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\[TOOL_CALLS\\](?P<name>[^\\[]+)(?:\\[CALL_ID\\])?(?P<id>[^\\[]*)\\[ARGS\\]
         # every match is one of: [TOOL_CALLS]; try the regex only there
         m = None
-        i = buf.find("[TOOL_CALLS]", pos)
+        i = buf.find("[", pos)
+        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+            i = buf.find("[TOOL_CALLS]", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_OPEN_0.match(buf, i)
@@ -180,7 +182,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("[TOOL_CALLS]", i + 1)
+            i = buf.find("[", i + 1)
+            if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+                i = buf.find("[TOOL_CALLS]", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -206,7 +210,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("</s>", pos, top + 4)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("</s>", i):
+            i = buf.find("</s>", i + 1, top + 4)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -222,7 +228,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</s>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("</s>", i):
+                i = buf.find("</s>", i + 1, top + 4)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

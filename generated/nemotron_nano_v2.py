@@ -176,7 +176,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -205,7 +207,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex </TOOLCALL>\\s*
         # every match is one of: </TOOLCALL>; try the regex only there
         m = None
-        i = buf.find("</TOOLCALL>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</TOOLCALL>", i):
+            i = buf.find("</TOOLCALL>", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -218,7 +222,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</TOOLCALL>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("</TOOLCALL>", i):
+                i = buf.find("</TOOLCALL>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -259,7 +265,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -275,7 +283,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<TOOLCALL>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<TOOLCALL>", i):
+            i = buf.find("<TOOLCALL>", i + 1, top + 10)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -291,7 +301,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<TOOLCALL>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<TOOLCALL>", i):
+                i = buf.find("<TOOLCALL>", i + 1, top + 10)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -325,7 +338,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<SPECIAL_12>", pos, top + 12)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<SPECIAL_12>", i):
+            i = buf.find("<SPECIAL_12>", i + 1, top + 12)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -341,7 +356,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<SPECIAL_12>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<SPECIAL_12>", i):
+                i = buf.find("<SPECIAL_12>", i + 1, top + 12)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

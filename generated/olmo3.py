@@ -141,7 +141,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </think>
-        i = buf.find("</think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</think>", i):
+            i = buf.find("</think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 8, -1, None)
@@ -192,7 +194,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -237,8 +241,12 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|endoftext|>", pos, top + 13)
-        j = buf.find("<|im_end|>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|endoftext|>", i):
+            i = buf.find("<|endoftext|>", i + 1, top + 13)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|im_end|>", j):
+            j = buf.find("<|im_end|>", j + 1, top + 10)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -256,9 +264,14 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|endoftext|>", k)
-            j = buf.find("<|im_end|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|endoftext|>", i):
+                i = buf.find("<|endoftext|>", i + 1, top + 13)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|im_end|>", j):
+                j = buf.find("<|im_end|>", j + 1, top + 10)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -194,11 +194,17 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<|/tool_call|>", pos, top + 14)
-        j = buf.find("<|endoftext|>", pos, top + 13)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|/tool_call|>", i):
+            i = buf.find("<|/tool_call|>", i + 1, top + 14)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|endoftext|>", j):
+            j = buf.find("<|endoftext|>", j + 1, top + 13)
         if j >= 0 and (i < 0 or j < i):
             i = j
-        j = buf.find("<|end|>", pos, top + 7)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|end|>", j):
+            j = buf.find("<|end|>", j + 1, top + 7)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -216,12 +222,19 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
             k = i + 1
-            i = buf.find("<|/tool_call|>", k)
-            j = buf.find("<|endoftext|>", k)
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<|/tool_call|>", i):
+                i = buf.find("<|/tool_call|>", i + 1, top + 14)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|endoftext|>", j):
+                j = buf.find("<|endoftext|>", j + 1, top + 13)
             if j >= 0 and (i < 0 or j < i):
                 i = j
-            j = buf.find("<|end|>", k)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|end|>", j):
+                j = buf.find("<|end|>", j + 1, top + 7)
             if j >= 0 and (i < 0 or j < i):
                 i = j
         if not eos and (m is None or m.partial):

@@ -164,7 +164,10 @@ def _finish_reasoning_content(body, caps):
 _parse_tool_calls = _content.make_parser(
     "xml-inline",
     {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?(?P<value>.*?)\\n?</parameter>"},
-    {"tag_split": ("<parameter=(?P<key>[^>\\n]+)>\\n?", False, "</parameter>", "\n")},
+    {
+        "tag_split": ("<parameter=(?P<key>[^>\\n]+)>\\n?", False, "</parameter>", "\n"),
+        "key_head": ("<parameter=", ">", False, "\n>", "\n"),
+    },
 )
 
 
@@ -214,7 +217,9 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close: literal </seed:think>
-        i = buf.find("</seed:think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</seed:think>", i):
+            i = buf.find("</seed:think>", i + 1)
         if i >= 0:
             if i < hold:
                 return (i, i + 13, -1, None)
@@ -243,7 +248,9 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex </function>\\s*</seed:tool_call>
         # every match is one of: </function>; try the regex only there
         m = None
-        i = buf.find("</function>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</function>", i):
+            i = buf.find("</function>", i + 1)
         while i >= 0:
             c = (
                 _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
@@ -256,7 +263,9 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("</function>", i + 1)
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("</function>", i):
+                i = buf.find("</function>", i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -297,7 +306,9 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <seed:think>
-        i = buf.find("<seed:think>", pos)
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<seed:think>", i):
+            i = buf.find("<seed:think>", i + 1)
         if i >= 0:
             best = (i, i + 12, 0, None)
             lim = i
@@ -313,7 +324,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<seed:tool_call>", pos, top + 16)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<seed:tool_call>", i):
+            i = buf.find("<seed:tool_call>", i + 1, top + 16)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -329,7 +342,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<seed:tool_call>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<seed:tool_call>", i):
+                i = buf.find("<seed:tool_call>", i + 1, top + 16)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -363,7 +379,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<seed:eos>", pos, top + 10)
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<seed:eos>", i):
+            i = buf.find("<seed:eos>", i + 1, top + 10)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -379,7 +397,10 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<seed:eos>", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<seed:eos>", i):
+                i = buf.find("<seed:eos>", i + 1, top + 10)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

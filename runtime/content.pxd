@@ -13,9 +13,12 @@ cimport cython
 @cython.locals(
     found=list, n=Py_ssize_t, pos=Py_ssize_t, skip=Py_ssize_t, close_len=Py_ssize_t, step=Py_ssize_t,
     start=Py_ssize_t, value_start=Py_ssize_t, k=Py_ssize_t, close=Py_ssize_t, at=Py_ssize_t, end=Py_ssize_t,
-    opening=str, closing=str, tail=str, head_ws=bint, ws=bint,
+    opening=str, closing=str, tail=str, head_ws=bint, ws=bint, stops=str, head_opt=str,
 )
 cpdef list _split_matches(tuple config, tuple groups, str text)
+
+@cython.locals(c=str)
+cdef bint _holds_any(str text, str chars)
 
 # python-call-list: tokens is the findall list (str items); first is a token's first character
 @cython.locals(token=str, body=str, key=str, first=Py_UCS4, items=list, pairs=dict)

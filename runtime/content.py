@@ -192,10 +192,13 @@ def _tag_matches(
     character of the value. When TAIL does not follow HEAD's first match, the whole
     pattern is asked from that position (it may still match another way, or not at all).
 
-    With ``key_head`` as well (``(OPEN, CLOSE, ws)`` from ``compiler.regexinfo.word_key_head``
-    for a HEAD ``OPEN(?P<key>\\w+)CLOSE[\\s*]``), HEAD is found with ``str.find`` too: at
-    each OPEN, the text up to the next CLOSE is the key if it is a run of ASCII word
-    characters; a key with other characters is asked of HEAD's regex at that position.
+    With ``key_head`` as well (``(OPEN, CLOSE, ws, STOPS, C)`` from
+    ``compiler.regexinfo.word_key_head`` for a HEAD ``OPEN(?P<key>K+)CLOSE``, then ``\\s*``
+    or an optional character ``C?``), HEAD is found with ``str.find`` too: at each OPEN,
+    the text up to the next CLOSE is the key if it is a run of K characters. K is ``\\w``
+    (STOPS ""): the key is checked as ASCII word characters, and a key with other
+    characters is asked of HEAD's regex at that position; or K is ``[^STOPS]``: the key
+    must be free of STOPS.
     """
     full = regex.compile(tag_pattern, regex.DOTALL)
     # groups by number: a regex match looks a name up several times slower
@@ -210,10 +213,13 @@ def _tag_matches(
     head = regex.compile(tag_split[0], regex.DOTALL)
     head_key = head.groupindex.get("key")
     # with key_head: HEAD found by str.find (OPEN, then the key up to CLOSE)
-    opening, closing, head_ws = key_head if key_head is not None and head_key is not None else (None, "", False)
+    opening, closing, head_ws, stops, head_opt = (
+        key_head if key_head is not None and head_key is not None else (None, "", False, "", "")
+    )
     optional = tag_split[3] if len(tag_split) > 3 else ""  # one optional character before TAIL
     config = (
-        head.search, head.match, head_key, opening, closing, head_ws, tag_split[2], tag_split[1], full.search, optional
+        head.search, head.match, head_key, opening, closing, head_ws, tag_split[2], tag_split[1], full.search, optional,
+        stops, head_opt,
     )
     groups = (key_group, value_group)
     return partial(_split_matches, config, groups)
@@ -227,15 +233,24 @@ def _pair(match: Any, key_group: int | None, value_group: int | None) -> tuple[A
     )
 
 
+def _holds_any(text: str, chars: str) -> bool:
+    """True when one of ``chars`` occurs in ``text``."""
+    for c in chars:
+        if c in text:
+            return True
+    return False
+
+
 def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, Any]]:
     """The matches of a split tag pattern (see ``_tag_matches``); ``config`` is
     ``(head search, head match, head key group, OPEN, CLOSE, ws after CLOSE, TAIL,
-    ws before TAIL, full pattern search)`` (OPEN None: the head is searched with its
-    regex), ``groups`` the full pattern's key and value group numbers.
+    ws before TAIL, full pattern search, optional character before TAIL, the key's STOPS,
+    optional character after CLOSE)`` (OPEN None: the head is searched with its regex),
+    ``groups`` the full pattern's key and value group numbers.
 
     Compiled, this is C over typed positions (runtime/content.pxd).
     """
-    head_search, head_match, head_key, opening, closing, head_ws, tail, ws, full_search, optional = config
+    head_search, head_match, head_key, opening, closing, head_ws, tail, ws, full_search, optional, stops, head_opt = config
     found = []
     n = len(text)
     pos = 0
@@ -259,16 +274,27 @@ def _split_matches(config: tuple, groups: tuple, text: str) -> list[tuple[Any, A
             if close < 0:
                 return found  # no CLOSE after this OPEN, so none after a later one either
             key = text[k:close]
-            if key.isascii():
-                # a run of ASCII word characters: an identifier (most keys; one call), or
-                # one that starts with a digit
+            if stops:
+                # K is [^STOPS] and CLOSE starts with one of them: a match here has a key
+                # (not empty) that runs up to this CLOSE, free of STOPS
+                if close == k or _holds_any(key, stops):
+                    pos = start + 1
+                    continue
+            elif key.isascii():
+                # K is \w: a run of ASCII word characters, an identifier (most keys; one
+                # call), or one that starts with a digit
                 if not key.isidentifier() and not (key and key.replace("_", "0").isalnum()):
                     pos = start + 1  # the word run after OPEN is empty or not followed by CLOSE
                     continue
+            else:
+                close = -1  # other word characters: asked of the regex
+            if close >= 0:
                 value_start = close + close_len
                 if head_ws:
                     while value_start < n and text[value_start] in _WS:
                         value_start += 1
+                elif head_opt and value_start < n and text[value_start] == head_opt:
+                    value_start += 1
             else:
                 match = head_match(text, start)
                 if match is None:

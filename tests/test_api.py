@@ -321,7 +321,7 @@ def test_content_parsers_take_str_subclasses():
     xml = make_parser(
         "xml-inline",
         {"tag_pattern": r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", "value_parser": {"name": "json"}},
-        {"tag_split": (r"<parameter=(?P<key>\w+)>\s*", True, "</parameter>"), "key_head": ("<parameter=", ">", True)},
+        {"tag_split": (r"<parameter=(?P<key>\w+)>\s*", True, "</parameter>"), "key_head": ("<parameter=", ">", True, "", "")},
     )
     body = "<parameter=a>\n1\n</parameter><parameter=b>[2]</parameter>"
     assert xml(_Text(body)) == xml(body) == {"a": 1, "b": [2]}

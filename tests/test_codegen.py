@@ -64,7 +64,8 @@ def test_one_method_per_state_with_literals_found_by_find():
     methods = {n.name for n in parser_cls.body if isinstance(n, ast.FunctionDef)}
     # the implicit field is the free state; each explicit field has its own state
     assert {"_state_free", "_state_reasoning_content", "_state_tool_calls"} <= methods
-    assert 'buf.find("<think>", pos)' in source
+    # a literal that starts with a rare character: found by that character, then checked
+    assert 'i = buf.find("<", pos)' in source and 'buf.startswith("<think>", i)' in source
     assert "_regex.compile" not in source  # literal-only template: no regex at all
     # comments point back at the template keys
     assert "# close tool_calls -- fields.tool_calls.close: literal </tool_call>" in source
@@ -262,3 +263,22 @@ def test_a_module_that_does_not_compile_is_not_cached(tmp_path, monkeypatch):
         api._build({"start_anchor": "S", "fields": {"x": {}}}, '{"never": "seen"}')
     assert not list(tmp_path.glob("*.py"))
     assert loader.read_cached("sha256:" + "0" * 64) is None
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@given(
+    lit=st.text(alphabet="<|ab", min_size=1, max_size=4),
+    buf=st.text(alphabet="<|ab", max_size=24),
+    start=st.integers(0, 26),
+    top=st.one_of(st.none(), st.integers(0, 26)),
+)
+def test_found_literals_are_where_str_find_finds_them(lit, buf, start, top):
+    """The scans' literal search (by a rare first character, then the literal) is str.find."""
+    from respc.compiler.emit import Writer, find_into
+
+    w = Writer()
+    find_into(w, "i", lit, "start", "" if top is None else "top")
+    scope = {"buf": buf, "start": start, "top": top}
+    exec("\n".join(w.lines), scope)
+    want = buf.find(lit, start) if top is None else buf.find(lit, start, top + len(lit))
+    assert scope["i"] == want, (w.lines, buf, start, top)

@@ -271,11 +271,17 @@ KEYED_TAGS = [
     (r"<(?P<key>\w+)>\s*", r"\s*</>"),
     (r"<arg (?P<key>\w+)=\s*", r";"),
     (r"a(?P<key>\w+)\.", r"\.\."),
+    (r"<parameter=(?P<key>\w+)>\n?", r"\n?</parameter>"),
+    # a negated key set (Qwen3-Coder's real tag), with and without an optional character
+    (r"<parameter=(?P<key>[^>\n]+)>\n?", r"\n?</parameter>"),
+    (r"<parameter=(?P<key>[^>]+)>", r"</parameter>"),
+    (r"<(?P<key>[^>= ]+)>>\s*", r"\s*</>"),
+    (r"<arg (?P<key>[^=;]+)= ?", r";"),
 ]
 #: pieces of those tags, near misses, ASCII and other word characters (letters, digits,
 #: marks, connector punctuation), and whitespace \s matches (ASCII and not)
 KEYED_PIECES = st.sampled_from(
-    ["<parameter=", "<parameter=", ">", "</parameter>", "<", "</>", "<arg ", "=", ";", "a", ".", "..",
+    ["<parameter=", "<parameter=", ">", "</parameter>", "<", "</>", "<arg ", "=", ";", "a", ".", "..", ">>",
      "x", "k_1", "_", "9", "é", "ß", "٣", "\u0301", "\u203f", "²", "-", "$", " ", "\n", "\x1c", "\u2028", "\u3000"]
 )
 
@@ -295,9 +301,13 @@ def test_word_key_head_finds_the_same_matches(tag, pieces):
 
 
 def test_word_key_head_examples():
-    assert word_key_head(r"<parameter=(?P<key>\w+)>\s*") == ("<parameter=", ">", True)
-    assert word_key_head(r"<(?P<key>\w+)>") == ("<", ">", False)
-    assert word_key_head(r"<arg\ (?P<key>\w+)\=") == ("<arg ", "=", False)
+    assert word_key_head(r"<parameter=(?P<key>\w+)>\s*") == ("<parameter=", ">", True, "", "")
+    assert word_key_head(r"<(?P<key>\w+)>") == ("<", ">", False, "", "")
+    assert word_key_head(r"<arg\ (?P<key>\w+)\=") == ("<arg ", "=", False, "", "")
+    # a negated set of literal characters, one of which starts CLOSE; an optional character
+    assert word_key_head(r"<parameter=(?P<key>[^>\n]+)>\n?") == ("<parameter=", ">", False, "\n>", "\n")
+    assert word_key_head(r"<p=(?P<key>[^>]+)>\?") == ("<p=", ">?", False, ">", "")  # an escaped ?
+    assert word_key_head(r"<p=(?P<key>[^>]+)>\\?") == ("<p=", ">", False, ">", "\\")  # an optional backslash
     for none in [
         r"(?P<key>\w+)>",  # no opening literal
         r"<(?P<key>\w+)",  # no closing literal
@@ -309,6 +319,12 @@ def test_word_key_head_examples():
         r"<(?P<key>[a-z]+)>",  # another key class
         r"<(?P<key>\w+?)>",  # lazy key
         r"<.(?P<key>\w+)>",  # not a literal opening
+        r"<(?P<key>[^<]+)>",  # CLOSE starts with a character the key set takes
+        r"<(?P<key>[^>-]+)>",  # a set with a range character
+        r"<(?P<key>[^\w>]+)>",  # a set with a class in it
+        r"<(?P<key>[^>]*)>",  # the key may be empty
+        r"<(?P<key>[^>]+)?",  # nothing but the optional character after the key
+        r"<(?P<key>[^>]+)>\n?\s*",  # both an optional character and \s*
     ]:
         assert word_key_head(none) is None, none
 
