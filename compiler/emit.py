@@ -500,8 +500,12 @@ class _ScanWriter(Writer):
         if not self.first:
             with self.block(f"if {start} > bound and m is None:"):
                 self.line("break")
+        upto = "top" if by_prefix and not self.first else ""
         if not by_prefix and any(len(prefix) > 1 for prefix in info.prefixes):
-            self._skip_unprefixed(info.prefixes, looked)
+            self._skip_unprefixed(info.prefixes, looked, upto)
+        elif info.filters:
+            # found by a shorter prefix: the regex runs only where a long one starts
+            self._skip_unprefixed(info.filters, looked, upto)
         self._try_at(name, info, start)
         with self.block("if c is not None:"):
             with self.block("if not c.partial:"):
@@ -513,18 +517,18 @@ class _ScanWriter(Writer):
                     # a complete match after it overrides it, and may start anywhere
                     self.line("top = n")
         # the next candidate (past the first watch: up to the same top as the first one)
-        self._find_first(looked, "i + 1", "top" if by_prefix and not self.first else "")
+        self._find_first(looked, "i + 1", upto)
 
-    def _skip_unprefixed(self, prefixes: tuple[str, ...], looked: list[str]) -> None:
-        """Go on to the next first character when no prefix follows the one at ``i`` (nor,
-        while streaming, may still follow it)."""
+    def _skip_unprefixed(self, prefixes: tuple[str, ...], looked: list[str], upto: str) -> None:
+        """Go on to the next candidate (up to ``upto``, if given) when none of ``prefixes``
+        starts at ``i`` (nor, while streaming, may still start there)."""
         shown = literal(prefixes[0]) if len(prefixes) == 1 else literal(tuple(prefixes))
         longest = max(len(prefix) for prefix in prefixes)
         with self.block(f"if not buf.startswith({shown}, i) and ("):
             self.line(f"eos or n - i >= {longest} or not _scan.prefix_partial(buf, i, {literal(tuple(prefixes))})")
         with self.block("):"):
             self.line("# no match, whole or partial, can start here: it would begin with one of these")
-            self._find_first(looked, "i + 1")
+            self._find_first(looked, "i + 1", upto)
             self.line("continue")
 
     def _try_tail(self, name: str, info: Any, looked: list[str], start: str) -> None:

@@ -55,6 +55,12 @@ class Lead:
     #: every branch starts with its whitespace run (so a match at the run's start and
     #: one at the character after it are the same)
     all_ws: bool = False
+    #: longer strings one of which every match starts with (after its whitespace), each
+    #: extending one of ``prefixes``, through groups of alternatives
+    #: (``<\\|channel\\|>(?:final|commentary)``: ``<|channel|>final``, ``<|channel|>commentary``);
+    #: () when they add nothing. A scan finds candidates by ``prefixes`` and tries the
+    #: regex only where one of these starts.
+    filters: tuple[str, ...] = ()
 
 
 class _Unknown(Exception):
@@ -205,7 +211,80 @@ def lead(pattern: str) -> Lead | None:
         prefixes = set(firsts)
     # a prefix that extends another adds nothing: keep the shortest
     kept = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
-    return Lead(frozenset(firsts), ws, tuple(kept), ws_required, all_ws)
+    return Lead(frozenset(firsts), ws, tuple(kept), ws_required, all_ws, _filters(pattern, kept))
+
+
+#: at most this many long prefixes (alternatives multiply them)
+_MAX_FILTERS = 16
+
+
+def _filters(pattern: str, prefixes: list[str]) -> tuple[str, ...]:
+    """Lead.filters: the long prefixes of ``pattern``'s branches, when each extends one of
+    ``prefixes`` and some is longer; else ()."""
+    found: set[str] = set()
+    try:
+        for branch in _split_alternatives(pattern):
+            for ws in ("\\s*", "\\s+"):
+                if branch.startswith(ws):
+                    branch = branch[len(ws) :]
+                    break
+            found |= _long_prefixes(branch)
+            if len(found) > _MAX_FILTERS:
+                return ()
+    except (_Unknown, IndexError):
+        return ()
+    # one that extends another adds nothing: keep the shortest
+    found = {f for f in found if not any(g != f and f.startswith(g) for g in found)}
+    if not all(any(f.startswith(p) for p in prefixes) for f in found) or found <= set(prefixes):
+        return ()
+    return tuple(sorted(found))
+
+
+def _long_prefixes(pattern: str) -> set[str]:
+    """Strings one of which every match of ``pattern`` starts with: its leading required
+    literal characters, then, through a required group, each alternative's own long
+    prefixes followed by what comes after the group. ``""`` when nothing is known."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "(":
+            close = _group_end(pattern, i)
+            after = pattern[close + 1 :]
+            if after.startswith(_OPTIONAL_QUANTIFIERS):
+                break
+            inner = pattern[i + 1 : close]
+            if inner.startswith("?:"):
+                inner = inner[2:]
+            elif inner.startswith("?P<"):
+                inner = inner[inner.find(">") + 1 :]
+            elif inner.startswith("?"):
+                break  # lookarounds, back references, ...
+            if after[:1] in ("+", "{"):
+                after = ""  # the group may repeat: what follows its first time is not known
+            head = "".join(out)
+            found: set[str] = set()
+            for branch in _split_alternatives(inner):
+                found |= {head + rest for rest in _long_prefixes(branch + after)}
+                if len(found) > _MAX_FILTERS:
+                    raise _Unknown
+            return found
+        if c == "\\":
+            try:
+                char, end = _escape(pattern, i)
+            except _Unknown:
+                break
+        elif c in _META:
+            break
+        else:
+            char, end = c, i + 1
+        if pattern.startswith(_OPTIONAL_QUANTIFIERS, end):
+            break  # this character may be absent
+        out.append(char)
+        if end < len(pattern) and pattern[end] in "+{":
+            break  # required, but what follows may repeat it
+        i = end
+    return {"".join(out)}
 
 
 def _required_prefixes(pattern: str) -> set[str]:

@@ -198,6 +198,16 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|", i):
             i = buf.find("<|", i + 1)
         while i >= 0:
+            if not buf.startswith(("<|call|>", "<|end|>", "<|return|>"), i) and (
+                eos
+                or n - i >= 10
+                or not _scan.prefix_partial(buf, i, ("<|call|>", "<|end|>", "<|return|>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                if i >= 0 and not buf.startswith("<|", i):
+                    i = buf.find("<|", i + 1)
+                continue
             c = (
                 _RE_REASONING_CONTENT_CLOSE_0.match(buf, i)
                 if eos
@@ -258,6 +268,16 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|", i):
             i = buf.find("<|", i + 1)
         while i >= 0:
+            if not buf.startswith(("<|call|>", "<|end|>", "<|return|>"), i) and (
+                eos
+                or n - i >= 10
+                or not _scan.prefix_partial(buf, i, ("<|call|>", "<|end|>", "<|return|>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                if i >= 0 and not buf.startswith("<|", i):
+                    i = buf.find("<|", i + 1)
+                continue
             c = (
                 _RE_TOOL_CALLS_CLOSE_2.match(buf, i)
                 if eos
@@ -316,6 +336,16 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|", i):
             i = buf.find("<|", i + 1)
         while i >= 0:
+            if not buf.startswith(("<|call|>", "<|end|>", "<|return|>"), i) and (
+                eos
+                or n - i >= 10
+                or not _scan.prefix_partial(buf, i, ("<|call|>", "<|end|>", "<|return|>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                if i >= 0 and not buf.startswith("<|", i):
+                    i = buf.find("<|", i + 1)
+                continue
             c = (
                 _RE_CONTENT_CLOSE_4.match(buf, i)
                 if eos
@@ -376,6 +406,16 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|channel|>", i):
             i = buf.find("<|channel|>", i + 1)
         while i >= 0:
+            if not buf.startswith(("<|channel|>commentary", "<|channel|>final"), i) and (
+                eos
+                or n - i >= 21
+                or not _scan.prefix_partial(buf, i, ("<|channel|>commentary", "<|channel|>final"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = buf.find("<", i + 1)
+                if i >= 0 and not buf.startswith("<|channel|>", i):
+                    i = buf.find("<|channel|>", i + 1)
+                continue
             c = (
                 _RE_CONTENT_OPEN_3.match(buf, i)
                 if eos
@@ -440,6 +480,35 @@ class Parser(_base.ParserBase):
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
                 break
+            if not buf.startswith(
+                (
+                    "<|channel|>analysis to=functions.",
+                    "<|channel|>commentary to=functions.",
+                    "to=functions.",
+                ),
+                i,
+            ) and (
+                eos
+                or n - i >= 35
+                or not _scan.prefix_partial(
+                    buf,
+                    i,
+                    (
+                        "<|channel|>analysis to=functions.",
+                        "<|channel|>commentary to=functions.",
+                        "to=functions.",
+                    ),
+                )
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                k = i + 1
+                i = buf.find("<", k, top + 1)
+                if i >= 0 and not buf.startswith("<|channel|>", i):
+                    i = buf.find("<|channel|>", i + 1, top + 11)
+                j = buf.find("to=functions.", k, top + 13)
+                if j >= 0 and (i < 0 or j < i):
+                    i = j
+                continue
             c = (
                 _RE_TOOL_CALLS_OPEN_1.match(buf, j)
                 if eos

@@ -85,6 +85,14 @@ def test_every_match_begins_as_lead_says(pattern, text):
                 p,
                 info.prefixes,
             )
+            # the long prefixes, through groups, too (scans skip a candidate none starts)
+            if info.filters:
+                assert any(rest.startswith(s) or (m.partial and s.startswith(rest)) for s in info.filters), (
+                    pattern,
+                    text,
+                    p,
+                    info.filters,
+                )
         else:
             assert m.partial and info.ws, (pattern, text, p)
 
@@ -188,6 +196,24 @@ def test_lead_examples():
     assert lead(r"(?:\[\[x\]\]|\#!)").firsts == {"[", "#"}
     for unknown in [r"\w+", r".x", r"a?b", r"(?i)ab", r"(?=a)b", r"\s*", r"a|", "$", r"[^a]"]:
         assert lead(unknown) is None, unknown
+
+
+def test_long_prefixes_go_through_groups():
+    # gpt-oss's content open: candidates are found by <|channel|>, tried where a long one starts
+    info = lead(r"<\|channel\|>(?:final|commentary)(?: ?(?:<\|constrain\|>)?[\w-]+)?<\|message\|>")
+    assert info.prefixes == ("<|channel|>",)
+    assert info.filters == ("<|channel|>commentary", "<|channel|>final")
+    # through what follows a group, in each branch, after the whitespace
+    info = lead(r"\s*(?:<\|c\|>(?:x|yz) to=f\.(?P<n>\w+)|to=f\.(?P<m>\w+))")
+    assert info.filters == ("<|c|>x to=f.", "<|c|>yz to=f.", "to=f.")
+    assert lead(r"<\|(?:end|call)\|>").filters == ("<|call|>", "<|end|>")
+    # nothing longer known: no filters
+    for none in [r"<t>", r"<(?:a|b)?x", r"<(?:a|b)*x", r"(?:<a|<b)", r"<(?=a)a", r"<(?:a|\w)"]:
+        info = lead(none)
+        assert info is None or info.filters == (), (none, info)
+    # a group that repeats: its first time, not what follows it
+    assert lead(r"<(?:a|b)+x").filters == ("<a", "<b")
+    assert lead(r"<(?:ab|c){2}x").filters == ("<ab", "<c")
 
 
 def test_gap_split_examples():
