@@ -738,6 +738,14 @@ def _quiet_state(
         direct, ws_marks = marks
         tables.append({"name": table, "value": f"_scan.quiet_table({literal(marks)})",
                        "comment": f"marks of {'the free state' if s.free else comment_text(s.field.path)}"})
+        held = sorted({lit[:k] for watch in s.watches if watch.delim.kind == "literal"
+                       for lit in watch.delim.literals for k in range(1, len(lit))})
+        if held:
+            name = f"_HELD_{ident.upper()}"
+            tables.append({"name": name, "value": f"frozenset({literal(tuple(held))})",
+                           "comment": "the proper beginnings of the literals watched"})
+            with w.block(f"if x in {name}:"):
+                w.line("return 0  # a literal is being written from the start of x: the scan holds it all")
         w.line("# nothing can commit unless one of its marks occurs in x")
         w.line(f"cut = _scan.quiet_cut(x, {table})")
         pending = _pending_entry(s, regex_names)

@@ -153,6 +153,33 @@ _PENDING_TOOL_CALLS = (
 _QUIET_FREE = _scan.quiet_table(
     (("<|assistant|>\n", "<tool_calls>"), ("<|end|>", "[END FINAL RESPONSE]"))
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<t",
+        "<to",
+        "<too",
+        "<tool",
+        "<tool_",
+        "<tool_c",
+        "<tool_ca",
+        "<tool_cal",
+        "<tool_call",
+        "<tool_calls",
+        "<|",
+        "<|a",
+        "<|as",
+        "<|ass",
+        "<|assi",
+        "<|assis",
+        "<|assist",
+        "<|assista",
+        "<|assistan",
+        "<|assistant",
+        "<|assistant|",
+        "<|assistant|>",
+    )
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("<|end|>", "[END FINAL RESPONSE]"), True, _RE_CONTENT_CLOSE_2),
 )  # regex delimiters a held partial match of which is re-checked alone
@@ -452,6 +479,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <, [
         if "<" not in x and "[" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

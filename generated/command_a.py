@@ -45,11 +45,103 @@ TEMPLATE = {
 _QUIET_REASONING_CONTENT = _scan.quiet_table(
     (("<|END_THINKING|>",), ())
 )  # marks of fields.reasoning_content
+_HELD_REASONING_CONTENT = frozenset(
+    (
+        "<",
+        "<|",
+        "<|E",
+        "<|EN",
+        "<|END",
+        "<|END_",
+        "<|END_T",
+        "<|END_TH",
+        "<|END_THI",
+        "<|END_THIN",
+        "<|END_THINK",
+        "<|END_THINKI",
+        "<|END_THINKIN",
+        "<|END_THINKING",
+        "<|END_THINKING|",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|END_ACTION|>",), ()))  # marks of fields.tool_calls
+_HELD_TOOL_CALLS = frozenset(
+    (
+        "<",
+        "<|",
+        "<|E",
+        "<|EN",
+        "<|END",
+        "<|END_",
+        "<|END_A",
+        "<|END_AC",
+        "<|END_ACT",
+        "<|END_ACTI",
+        "<|END_ACTIO",
+        "<|END_ACTION",
+        "<|END_ACTION|",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_CONTENT = _scan.quiet_table((("<|END_RESPONSE|>",), ()))  # marks of fields.content
+_HELD_CONTENT = frozenset(
+    (
+        "<",
+        "<|",
+        "<|E",
+        "<|EN",
+        "<|END",
+        "<|END_",
+        "<|END_R",
+        "<|END_RE",
+        "<|END_RES",
+        "<|END_RESP",
+        "<|END_RESPO",
+        "<|END_RESPON",
+        "<|END_RESPONS",
+        "<|END_RESPONSE",
+        "<|END_RESPONSE|",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_FREE = _scan.quiet_table(
     (("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"), ())
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<|",
+        "<|S",
+        "<|ST",
+        "<|STA",
+        "<|STAR",
+        "<|START",
+        "<|START_",
+        "<|START_A",
+        "<|START_AC",
+        "<|START_ACT",
+        "<|START_ACTI",
+        "<|START_ACTIO",
+        "<|START_ACTION",
+        "<|START_ACTION|",
+        "<|START_R",
+        "<|START_RE",
+        "<|START_RES",
+        "<|START_RESP",
+        "<|START_RESPO",
+        "<|START_RESPON",
+        "<|START_RESPONS",
+        "<|START_RESPONSE",
+        "<|START_RESPONSE|",
+        "<|START_T",
+        "<|START_TH",
+        "<|START_THI",
+        "<|START_THIN",
+        "<|START_THINK",
+        "<|START_THINKI",
+        "<|START_THINKIN",
+        "<|START_THINKING",
+        "<|START_THINKING|",
+    )
+)  # the proper beginnings of the literals watched
 
 
 def _finish_reasoning_content(body, caps):
@@ -137,6 +229,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_REASONING_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
         return cut
@@ -166,6 +260,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_TOOL_CALLS:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
         return cut
@@ -195,6 +291,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_CONTENT)
         return cut
@@ -282,6 +380,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         return cut

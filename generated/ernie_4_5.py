@@ -38,11 +38,58 @@ TEMPLATE = {
 _QUIET_REASONING_CONTENT = _scan.quiet_table(
     (("</think>",), ())
 )  # marks of fields.reasoning_content
+_HELD_REASONING_CONTENT = frozenset(
+    ("<", "</", "</t", "</th", "</thi", "</thin", "</think")
+)  # the proper beginnings of the literals watched
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</tool_call>",), ()))  # marks of fields.tool_calls
+_HELD_TOOL_CALLS = frozenset(
+    (
+        "<",
+        "</",
+        "</t",
+        "</to",
+        "</too",
+        "</tool",
+        "</tool_",
+        "</tool_c",
+        "</tool_ca",
+        "</tool_cal",
+        "</tool_call",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_CONTENT = _scan.quiet_table((("</response>",), ()))  # marks of fields.content
+_HELD_CONTENT = frozenset(
+    ("<", "</", "</r", "</re", "</res", "</resp", "</respo", "</respon", "</respons", "</response")
+)  # the proper beginnings of the literals watched
 _QUIET_FREE = _scan.quiet_table(
     (("<response>", "<think>", "<tool_call>"), ())
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<r",
+        "<re",
+        "<res",
+        "<resp",
+        "<respo",
+        "<respon",
+        "<respons",
+        "<response",
+        "<t",
+        "<th",
+        "<thi",
+        "<thin",
+        "<think",
+        "<to",
+        "<too",
+        "<tool",
+        "<tool_",
+        "<tool_c",
+        "<tool_ca",
+        "<tool_cal",
+        "<tool_call",
+    )
+)  # the proper beginnings of the literals watched
 
 
 def _finish_reasoning_content(body, caps):
@@ -117,6 +164,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_REASONING_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
         return cut
@@ -146,6 +195,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_TOOL_CALLS:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
         return cut
@@ -175,6 +226,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_CONTENT)
         return cut
@@ -238,6 +291,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         return cut

@@ -92,10 +92,31 @@ _BEGINNINGS_1 = frozenset(
 _QUIET_REASONING_CONTENT = _scan.quiet_table(
     (("</think>",), ())
 )  # marks of fields.reasoning_content
+_HELD_REASONING_CONTENT = frozenset(
+    ("<", "</", "</t", "</th", "</thi", "</thin", "</think")
+)  # the proper beginnings of the literals watched
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</tool_call>",), ()))  # marks of fields.tool_calls
+_HELD_TOOL_CALLS = frozenset(
+    (
+        "<",
+        "</",
+        "</t",
+        "</to",
+        "</too",
+        "</tool",
+        "</tool_",
+        "</tool_c",
+        "</tool_ca",
+        "</tool_cal",
+        "</tool_call",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_FREE = _scan.quiet_table(
     (("<think>",), ("<tool_call>", "[|endofturn|]"))
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    ("<", "<t", "<th", "<thi", "<thin", "<think")
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("<tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
     (("[|endofturn|]",), True, _RE_CONTENT_CLOSE_1),
@@ -174,6 +195,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_REASONING_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
         return cut
@@ -203,6 +226,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_TOOL_CALLS:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
         return cut
@@ -346,6 +371,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <, [
         if "<" not in x and "[" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

@@ -131,6 +131,39 @@ _PENDING_CONTENT = (
 _QUIET_FREE = _scan.quiet_table(
     (("<|channel|>", "<|channel|>analysis<|message|>"), ("<|channel|>", "to=functions."))
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<|",
+        "<|c",
+        "<|ch",
+        "<|cha",
+        "<|chan",
+        "<|chann",
+        "<|channe",
+        "<|channel",
+        "<|channel|",
+        "<|channel|>",
+        "<|channel|>a",
+        "<|channel|>an",
+        "<|channel|>ana",
+        "<|channel|>anal",
+        "<|channel|>analy",
+        "<|channel|>analys",
+        "<|channel|>analysi",
+        "<|channel|>analysis",
+        "<|channel|>analysis<",
+        "<|channel|>analysis<|",
+        "<|channel|>analysis<|m",
+        "<|channel|>analysis<|me",
+        "<|channel|>analysis<|mes",
+        "<|channel|>analysis<|mess",
+        "<|channel|>analysis<|messa",
+        "<|channel|>analysis<|messag",
+        "<|channel|>analysis<|message",
+        "<|channel|>analysis<|message|",
+    )
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("<|channel|>",), False, _RE_CONTENT_OPEN_3),
     (("<|channel|>", "to=functions."), True, _RE_TOOL_CALLS_OPEN_1),
@@ -565,6 +598,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <, t
         if "<" not in x and "t" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

@@ -97,6 +97,26 @@ _BEGINNINGS_0 = frozenset(
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|tool_call_end|>",), ()))  # marks of fields.tool_calls
+_HELD_TOOL_CALLS = frozenset(
+    (
+        "<",
+        "<|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+        "<|tool_call",
+        "<|tool_call_",
+        "<|tool_call_e",
+        "<|tool_call_en",
+        "<|tool_call_end",
+        "<|tool_call_end|",
+    )
+)  # the proper beginnings of the literals watched
 
 
 def _finish_reasoning_content(body, caps):
@@ -199,6 +219,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_TOOL_CALLS:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
         return cut

@@ -82,7 +82,13 @@ _BEGINNINGS_1 = frozenset(("<", "</", "</s"))  # of ('</s>',)
 _QUIET_REASONING_CONTENT = _scan.quiet_table(
     (("[/THINK]",), ())
 )  # marks of fields.reasoning_content
+_HELD_REASONING_CONTENT = frozenset(
+    ("[", "[/", "[/T", "[/TH", "[/THI", "[/THIN", "[/THINK")
+)  # the proper beginnings of the literals watched
 _QUIET_FREE = _scan.quiet_table((("[THINK]", "[TOOL_CALLS]"), ("</s>",)))  # marks of the free state
+_HELD_FREE = frozenset(
+    ("[", "[T", "[TH", "[THI", "[THIN", "[THINK")
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
     (("</s>",), True, _RE_CONTENT_CLOSE_2),
@@ -166,6 +172,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: [
         if "[" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_REASONING_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
         return cut
@@ -326,6 +334,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <, [
         if "<" not in x and "[" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

@@ -58,7 +58,23 @@ _BEGINNINGS_0 = frozenset(("<", "</", "</s"))  # of ('</s>',)
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</s>",), ()))  # marks of fields.tool_calls
+_HELD_TOOL_CALLS = frozenset(("<", "</", "</s"))  # the proper beginnings of the literals watched
 _QUIET_FREE = _scan.quiet_table((("[TOOL_CALLS]",), ("</s>",)))  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "[",
+        "[T",
+        "[TO",
+        "[TOO",
+        "[TOOL",
+        "[TOOL_",
+        "[TOOL_C",
+        "[TOOL_CA",
+        "[TOOL_CAL",
+        "[TOOL_CALL",
+        "[TOOL_CALLS",
+    )
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("</s>",), True, _RE_CONTENT_CLOSE_0),
 )  # regex delimiters a held partial match of which is re-checked alone
@@ -146,6 +162,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_TOOL_CALLS:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
         return cut
@@ -234,6 +252,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <, [
         if "<" not in x and "[" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

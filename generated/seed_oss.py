@@ -142,6 +142,22 @@ _BEGINNINGS_2 = frozenset(
 _QUIET_REASONING_CONTENT = _scan.quiet_table(
     (("</seed:think>",), ())
 )  # marks of fields.reasoning_content
+_HELD_REASONING_CONTENT = frozenset(
+    (
+        "<",
+        "</",
+        "</s",
+        "</se",
+        "</see",
+        "</seed",
+        "</seed:",
+        "</seed:t",
+        "</seed:th",
+        "</seed:thi",
+        "</seed:thin",
+        "</seed:think",
+    )
+)  # the proper beginnings of the literals watched
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</function>",), ()))  # marks of fields.tool_calls
 _PENDING_TOOL_CALLS = (
     (("</function>",), False, _RE_TOOL_CALLS_CLOSE_1),
@@ -149,6 +165,21 @@ _PENDING_TOOL_CALLS = (
 _QUIET_FREE = _scan.quiet_table(
     (("<seed:think>",), ("<seed:tool_call>", "<seed:eos>"))
 )  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<s",
+        "<se",
+        "<see",
+        "<seed",
+        "<seed:",
+        "<seed:t",
+        "<seed:th",
+        "<seed:thi",
+        "<seed:thin",
+        "<seed:think",
+    )
+)  # the proper beginnings of the literals watched
 _PENDING_FREE = (
     (("<seed:tool_call>",), True, _RE_TOOL_CALLS_OPEN_0),
     (("<seed:eos>",), True, _RE_CONTENT_CLOSE_2),
@@ -237,6 +268,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with one of: <
         if "<" not in x:
             return len(x)  # none can start in x
+        if x in _HELD_REASONING_CONTENT:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
         return cut
@@ -438,6 +471,8 @@ class Parser(_base.ParserBase):
         # every watched delimiter starts with whitespace or one of: <
         if "<" not in x:
             return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
         cut = _scan.quiet_cut(x, _QUIET_FREE)
         if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):

@@ -47,12 +47,14 @@ def _tool_list(tools: Iterable[dict | Callable]) -> list[dict | Callable]:
     and functions. The reference iterates a str or a lone dict as well, and finds no tool in
     its characters or keys: a mistake whose only sign would be arguments left untyped, so it
     is an error here. Items that are not tools are skipped, as the reference skips them."""
+    if type(tools) is list:
+        return tools  # (the common case, before the slower ABC check)
     if isinstance(tools, (str, bytes, dict)) or not isinstance(tools, Iterable):
         raise TypeError(
             f"tools must be a list of tools (JSON schema dicts or functions), got {type(tools).__name__}"
             + (": put the one tool in a list" if isinstance(tools, dict) else "")
         )
-    return tools if type(tools) is list else list(tools)
+    return list(tools)
 
 
 class CompiledTemplate:

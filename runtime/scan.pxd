@@ -43,3 +43,9 @@ cpdef Py_ssize_t quiet_cut(str x, tuple quiet)
 
 @cython.locals(n=Py_ssize_t)
 cpdef Py_ssize_t ws_tail(str x)
+
+@cython.locals(k=Py_ssize_t, ws_led=bint)
+cpdef bint still_pending(str x, tuple pending, tuple marks)
+
+@cython.locals(at=Py_ssize_t)
+cdef bint _marked_elsewhere(str x, tuple marks, str prefix, Py_ssize_t k)

@@ -228,12 +228,21 @@ def still_pending(x: str, pending: tuple, marks: tuple[str, ...]) -> bool:
                 break
         else:
             continue
-        for mark in marks:
-            at = x.find(mark)
-            if at >= 0 and (at != k or mark != prefix or x.find(mark, k + 1) >= 0):
-                return False
+        if _marked_elsewhere(x, marks, prefix, k):
+            continue
         match = rx.match(x, 0, partial=True)
-        return match is not None and match.partial
+        if match is not None and match.partial:
+            return True
+        # (another delimiter may start with the same prefix: gpt-oss's <|channel|>)
+    return False
+
+
+def _marked_elsewhere(x: str, marks: tuple[str, ...], prefix: str, k: int) -> bool:
+    """True when a mark other than ``prefix`` at ``k`` occurs in ``x``."""
+    for mark in marks:
+        at = x.find(mark)
+        if at >= 0 and (at != k or mark != prefix or x.find(mark, k + 1) >= 0):
+            return True
     return False
 
 

@@ -242,6 +242,17 @@ def test_quiet_tests_agree_with_the_scan(name):
     assert checked > 1000
 
 
+def test_quiet_tests_hold_a_header_being_written():
+    """A delimiter being written from the start of the held text is held by the quiet test,
+    without a scan: a literal (gpt-oss's analysis channel), and a regex whose prefix another
+    delimiter's regex shares (the content open fails on "analysis", the tool-call open does not)."""
+    Parser = respc.load("gpt-oss").Parser
+    parser = Parser("")
+    free = Parser.STATES[-1]
+    for x in ["<|channel|>a", "<|channel|>analysis<|mes", "<|channel|>analysis to=fun", "<|channel|>comm"]:
+        assert free.quiet(parser, x) == 0 == free.scan(parser, x, 0, False), x
+
+
 def test_one_shot_with_G_anchor_feeds_and_finalizes():
     """Regression (differential seed 90): \\G matches where each scan starts, so for a
     template using it a whole output is parsed by feed + finalize, as the reference does."""
