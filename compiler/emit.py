@@ -726,7 +726,10 @@ def _quiet_state(
     w.line(f"# every watched delimiter starts with {'whitespace or ' if ws_led else ''}one of: {shown}")
     with w.block("if " + " and ".join(f"{literal(c)} not in x" for c in firsts) + ":"):
         if ws_led:
-            w.line("return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace")
+            # a whitespace-led delimiter may grow from trailing whitespace (the test of the
+            # last character inline: a call per chunk costs more than the rest of the test)
+            ws = "".join(sorted(_REGEX_WS))
+            w.line(f"return len(x) if x[-1] not in {literal(ws)} else _scan.ws_tail(x)")
         else:
             w.line("return len(x)  # none can start in x")
     marks = s.marks

@@ -370,7 +370,12 @@ class Parser(_base.ParserBase):
         # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
         # every watched delimiter starts with whitespace or one of: <, [
         if "<" not in x and "[" not in x:
-            return _scan.ws_tail(x)  # a whitespace-led delimiter may grow from trailing whitespace
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
         if x in _HELD_FREE:
             return 0  # a literal is being written from the start of x: the scan holds it all
         # nothing can commit unless one of its marks occurs in x
