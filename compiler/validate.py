@@ -100,6 +100,10 @@ def load_template_file(path: str | Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise TemplateError(str(path), "no such template file; pass a path to a JSON file or a dict") from None
+    except UnicodeDecodeError as exc:
+        raise TemplateError(
+            str(path), f"not UTF-8 text (byte {exc.start}: {exc.reason}); save the template as UTF-8 JSON"
+        ) from None
     except OSError as exc:
         raise TemplateError(str(path), f"cannot read the template file ({exc.strerror or exc})") from None
     try:
@@ -107,6 +111,10 @@ def load_template_file(path: str | Path) -> dict:
     except json.JSONDecodeError as exc:
         raise TemplateError(
             str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise TemplateError(
+            str(path), "JSON nested too deeply to read; a response template is a few levels deep: check the file"
         ) from None
     # A tokenizer_config.json carries the template under "response_template".
     if isinstance(data, dict) and "fields" not in data:

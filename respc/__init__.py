@@ -39,6 +39,7 @@ from .batch import BatchError, RowError, parse_batch  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
 from .runtime.base import RegexTimeout  # noqa: E402
+from .runtime.loader import CacheWarning  # noqa: E402
 from .runtime.scan import REGEX_TIMEOUT  # noqa: E402
 
 #: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
@@ -59,6 +60,7 @@ __all__ = [
     "REGEX_TIMEOUT",
     "RegexTimeout",
     "BatchError",
+    "CacheWarning",
     "CompiledTemplate",
     "ResponseParser",
     "RowError",

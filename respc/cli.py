@@ -114,6 +114,13 @@ _JSON_TYPES = {
 }
 
 
+def _one_stdin(*inputs: tuple[str, str | None]) -> None:
+    """Stop when two inputs would read stdin ("-"): the second would read nothing."""
+    readers = [what for what, spec in inputs if spec == "-"]
+    if len(readers) > 1:
+        raise UserError(f"{' and '.join(readers)} both read stdin ('-'); give all but one of them as a file")
+
+
 def _read_tools(spec: str) -> list[dict]:
     """The tools of the tools file ``spec``: a JSON array of tool objects, as a request has."""
     name = _source_name(spec)
@@ -328,6 +335,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
     if args.prefix_file is None and not args.no_prefix:
         raise UserError(PREFIX_REQUIRED)
+    _one_stdin(("the model output", args.input), ("--prefix-file", None if args.no_prefix else args.prefix_file),
+               ("--tools-file", args.tools_file))
     compiled = compile_template(args.template)  # a path or a bundled name
     text = _read_text(args.input, "model output")
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix")
@@ -697,6 +706,7 @@ def cmd_parse_batch(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: cannot read the input ({exc.strerror or exc})") from None
     if out.exists() and out.resolve() == path.resolve():
         raise UserError(f"{out}: the output would overwrite the input; write it to another file")
+    _one_stdin(("--prefix-file", args.prefix_file), ("--tools-file", args.tools_file))
     compiled = compile_template(args.template)  # a path or a bundled name
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix") if args.prefix_file is not None else None
     tools = _read_tools(args.tools_file) if args.tools_file is not None else None

@@ -91,6 +91,14 @@ def test_template_file_errors_name_the_file(tmp_path):
     bad.write_text("{not json", encoding="utf-8")
     with pytest.raises(respc.TemplateError, match=r"bad\.json: not valid JSON \(line 1"):
         respc.compile_template(bad)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"fields": {"content": {"close": "\xff"}}}')
+    with pytest.raises(respc.TemplateError, match=r"latin\.json: not UTF-8 text \(byte 34"):
+        respc.compile_template(latin)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 10_000 + "1" + "}" * 10_000, encoding="utf-8")
+    with pytest.raises(respc.TemplateError, match=r"deep\.json: JSON nested too deeply"):
+        respc.compile_template(deep)
 
 
 def test_stream_lifecycle_and_initial_events():

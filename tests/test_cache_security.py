@@ -188,7 +188,7 @@ def test_a_symlinked_folder_is_not_used(cache, tmp_path):
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     cache.symlink_to(real)
-    with pytest.warns(loader.CacheWarning, match="is a symbolic link"):
+    with pytest.warns(respc.CacheWarning, match="is a symbolic link"):  # (the public name)
         assert _fresh_compile(CACHED).parse("<v>1</v>", prefix="") == {"v": 1}
     assert os.listdir(real) == []
 
