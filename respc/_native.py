@@ -28,6 +28,7 @@ NATIVE_MODULES = (
     "respc.runtime.content",
     "respc.runtime.decode",
     "respc.runtime.tools",
+    "respc.runtime.deltas",
 )
 
 #: the package of the bundled templates' generated modules, which setup.py compiles as well

@@ -52,6 +52,7 @@ cdef class ParserBase:
     cdef public list _parts
     cdef public list _blocks
     cdef public list _big
+    cdef public bint _bare
 
     # The internal steps, callable from C: feed and the commit loop call them directly
     # (a Python-level method call per chunk would cost more than the step itself).

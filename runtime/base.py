@@ -28,7 +28,10 @@ Where each thing happens, once:
   fails to parse goes to ``_malformed`` (``on_malformed="event"``) or raises.
 Every event is built in those, only when there is an event list to append it to (``events``
 is None for a whole output: the same loop, no events), with its offsets when ``spans`` is
-on. A regex over its time bound (``regex_timeout``) is caught once, in ``_commit``.
+on. One hook for a consumer of the events: with ``_bare`` set (respc.runtime.deltas sets
+it), a region_chunk event is its text alone, a str, not a dict (the chunk's field is the
+one whose region_open came last, or the state's at the feed's start). A regex over its
+time bound (``regex_timeout``) is caught once, in ``_commit``.
 ``__reduce__`` / ``__deepcopy__`` carry the state as data (pickling, forked streams).
 """
 
@@ -124,6 +127,8 @@ class ParserBase:
         "_parts",
         "_blocks",
         "_big",
+        # region_chunk events are their text alone (see the module docstring)
+        "_bare",
     )
 
     # --- what each generated Parser class describes (see runtime/scan.py) -----------
@@ -331,6 +336,7 @@ class ParserBase:
         self._parts: list[str] = []
         self._blocks: list[str] = []
         self._big: list[str] = []
+        self._bare = False
         self._reset()
 
     def _commit(self, events: list[dict] | None, text: str, eos: bool) -> None:
@@ -435,6 +441,9 @@ class ParserBase:
         if len(parts) > _MERGE_PARTS:
             self._compact()
         if events is not None:
+            if self._bare:
+                events.append(text)
+                return
             chunk = self._chunk
             if chunk is None:
                 chunk = self._chunk = {"type": "region_chunk", "field": self._name, "text": "", "dirty": self._dirty}

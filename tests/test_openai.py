@@ -12,6 +12,8 @@ package's own stream accumulator. Then the JSON scanner on its own, streaming as
 from __future__ import annotations
 
 import json
+import random
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +25,7 @@ from test_models import _chunkings, _families, _load
 
 import respc
 from respc.openai import DeltaParser, JsonScanner, arguments_text, to_message
+from respc.runtime.deltas import new_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234
@@ -261,6 +264,169 @@ def test_a_call_list_sends_each_argument():
     deltas += parser.finish()[0]
     calls = _accumulate(deltas)["tool_calls"]
     assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"city": "Paris", "days": 3}, {"city": "Rome"}]
+
+
+def test_long_arguments_stream_whole():
+    """A string argument and an xml parameter of many thousand chunks (the argument text
+    sent, which the close checks, and an xml body are kept merged into few strings) add up
+    to the message's arguments, with nothing sent twice."""
+    value = "".join(f"word{i} \u00e9\\n " for i in range(6000))  # escapes as the model writes them
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "' + value + '"}}\n</tool_call>'
+    parser = DeltaParser("qwen3", prefix="", tools=_WEATHER, id_seed=SEED)
+    deltas = [d for at in range(0, len(text), 3) for d in parser.feed(text[at : at + 3])] + parser.finish()[0]
+    (call,) = _accumulate(deltas)["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"city": json.loads(f'"{value}"')}
+    note = "".join(f"line {i}\n" for i in range(3000))
+    text = "<tool_call>\n<function=get_weather>\n<parameter=note>\n" + note + "</parameter>\n</function>\n</tool_call>"
+    parser = DeltaParser("qwen3-coder", prefix="", tools=_WEATHER, id_seed=SEED)
+    deltas = [d for at in range(0, len(text), 2) for d in parser.feed(text[at : at + 2])] + parser.finish()[0]
+    (call,) = _accumulate(deltas)["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == parser.message["tool_calls"][0]["function"]["arguments"]
+
+
+_HELD_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "s": {"type": "string"},
+                    "o": {"type": "object"},
+                    "a": {"type": "array"},
+                    "i": {"type": "integer"},
+                    "u": {"type": ["array", "integer"]},
+                },
+            },
+        },
+    }
+]
+_SCALAR = st.integers() | st.text(max_size=3) | st.floats(allow_nan=False)
+#: argument texts json.dumps does not write back as they are: a repeated key (at any
+#: depth), lone surrogates, a surrogate pair, a number json writes otherwise
+_ODD_VALUES = [
+    '{"k": 1, "k": 2}',
+    '{"k": {"z": [1], "z": 2}, "y": 3}',
+    '[{"k": 1}, {"k": 1, "k": 2}]',
+    '{"k": "\\ud800"}',
+    '["\\udc00x"]',
+    '["\\ud83d\\ude00", "\\ud83d"]',
+    '[1.50, -0, 1e400, 1E2, "\\u00e9\\/"]',
+    '{"\\u0061": 1, "a": 2}',
+    "[" * 120 + "]" * 120,
+    "[" + "9" * 4100 + "]",
+]
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(_ODD_VALUES)
+    | st.builds(json.dumps, st.lists(_SCALAR, max_size=3) | st.dictionaries(st.text(max_size=3), _SCALAR, max_size=3)),
+    st.sampled_from(["o", "a", "i", "u"]),
+    st.integers(1, 9),
+)
+def test_a_held_argument_is_sent_as_json_writes_its_typed_value(value, key, size):
+    """An argument held until complete (its schema has a type typing casts to) is sent as
+    ``json.dumps`` writes the value the message has: the same text when it is an object or
+    a list typing leaves alone, the value's own text when the model wrote it otherwise (a
+    repeated key, a lone surrogate escape)."""
+    text = '<tool_call>\n{"name": "f", "arguments": {"s": "x", "%s": %s, "t": [1]}}\n</tool_call>' % (key, value)
+    parser = DeltaParser("qwen3", prefix="", tools=_HELD_TOOLS, id_seed=SEED)
+    deltas = [d for at in range(0, len(text), size) for d in parser.feed(text[at : at + size])] + parser.finish()[0]
+    (call,) = _accumulate(deltas)["tool_calls"]
+    arguments = parser.message["tool_calls"][0]["function"]["arguments"]
+    assert call["function"]["arguments"] == json.dumps(arguments, ensure_ascii=False), text
+
+
+def test_ids_are_the_seeds_choices():
+    """A call id the format does not write is ``call_`` and ``random.Random(id_seed).choices``
+    of 24 alphanumerics: the same ids for the same seed from one release to the next."""
+    for seed in [0, 1, 7, "x", 2**70]:
+        rng, ref = random.Random(seed), random.Random(seed)
+        for _ in range(4):
+            assert new_id(rng) == "call_" + "".join(ref.choices(string.ascii_letters + string.digits, k=24))
+
+
+#: an xml parameter's value: text with tags, tails and partial tails of its own
+_XML_VALUE = st.lists(
+    st.sampled_from(["a", " ", "\n", "<", ">", "</param", "</parameter>", "<parameter=x>", "3", "é"]), max_size=6
+).map("".join)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["city", "days", "note", "x y"]), _XML_VALUE, st.sampled_from(["", "\n"])), max_size=4
+    ),
+    st.lists(st.integers(min_value=1, max_value=30), min_size=1, max_size=40),
+)
+def test_xml_parameters_stream_for_any_chunking(parameters, sizes):
+    """xml-inline parameters, values with tags and tails of their own among them, the body
+    fed in any chunks: each parameter is sent before the call's closing tags are written,
+    and the fragments add up to the message's arguments."""
+    body = "".join(f"<parameter={key}>{gap}{value}{gap}</parameter>\n" for key, value, gap in parameters)
+    opening = "<tool_call>\n<function=get_weather>\n"
+    parser = DeltaParser("qwen3-coder", prefix="", tools=_WEATHER, id_seed=SEED)
+    deltas = parser.feed(opening)
+    at = turn = 0
+    while at < len(body):
+        size = sizes[turn % len(sizes)]
+        deltas += parser.feed(body[at : at + size])
+        at, turn = at + size, turn + 1
+    sent = "".join(_argument_deltas(deltas))
+    deltas += parser.feed("</function>\n</tool_call>") + parser.finish()[0]
+    arguments = parser.message["tool_calls"][0]["function"]["arguments"]
+    for key in arguments:
+        assert json.dumps(key, ensure_ascii=False) + ": " in sent, (body, sent)
+    assert json.loads("".join(_argument_deltas(deltas))) == arguments, body
+
+
+@pytest.mark.parametrize("name", _families())
+def test_bare_chunk_events_give_the_same_deltas(name):
+    """Without spans, DeltaParser has the parser give each region_chunk as its text alone
+    (the runtime's ``_bare`` hook); with spans=True it reads the events as dicts. Both give
+    the same deltas, chunk by chunk."""
+    _, samples = _load(name)
+    for case in samples["cases"]:
+        tools = _tools(samples, case)
+        for label, chunks in _chunkings(case["output"], f"bare:{name}:{case['name']}")[1:3]:
+            got = []
+            for spans in (False, True):
+                parser = DeltaParser(name, prefix=case["prefix"], tools=tools, id_seed=SEED, spans=spans)
+                try:
+                    got.append([parser.feed(chunk) for chunk in chunks] + [parser.finish(length=case.get("cut", False))])
+                except ValueError as error:  # a malformed call: raised the same way
+                    got.append(str(error))
+            assert got[0] == got[1], f"{name}:{case['name']} ({label})"
+
+
+def test_bare_chunk_events_are_the_chunk_texts():
+    """The runtime's hook: with ``_bare`` set, a region_chunk event is its text (a str), the
+    other events stay dicts, and the texts are those of the dict events."""
+    output = "<think>a b\n</think>Hi <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"
+    events = {}
+    for bare in (False, True):
+        parser = respc.get_response_parser("qwen3", prefix="")
+        parser._bare = bare
+        events[bare] = [e for chunk in output for e in parser.feed(chunk)] + parser.finalize()[1]
+    assert [e["text"] if e["type"] == "region_chunk" else e for e in events[False]] == events[True]
+    assert any(isinstance(e, str) for e in events[True])
+
+
+def test_a_parser_copies_and_pickles_mid_stream():
+    """A DeltaParser copied or pickled inside a call's argument goes on as the original does."""
+    import copy
+    import pickle
+
+    head, rest = '<think>hm</think>Hi <tool_call>\n{"name": "f", "arguments": {"a": "xy', 'z", "b": 2}}\n</tool_call>'
+    original = DeltaParser("qwen3", prefix="", id_seed=SEED)
+    original.feed(head)
+    others = [copy.deepcopy(original), pickle.loads(pickle.dumps(original))]
+    want = original.feed(rest) + original.finish()[0]
+    assert want == [{"tool_calls": [{"index": 0, "function": {"arguments": 'z", "b": 2}'}}]}]
+    for other in others:
+        assert other.feed(rest) + other.finish()[0] == want
 
 
 # --- text fields, ids, finish reasons, errors ---------------------------------------
