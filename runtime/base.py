@@ -185,8 +185,8 @@ class ParserBase:
             text = "" if text is None else _plain_str(text, "text")  # None: a no-op, as in the reference
         if self._finalized:
             raise RuntimeError(_FINALIZED)
-        if not text:
-            return []
+        if not text and not self._held:
+            return []  # (with held text, an empty feed scans it again, as the reference does)
         if self._stable is not None and self._stays_held(text):
             return []
         held = self._held

@@ -253,6 +253,20 @@ def test_quiet_tests_hold_a_header_being_written():
         assert free.quiet(parser, x) == 0 == free.scan(parser, x, 0, False), x
 
 
+def test_an_empty_feed_scans_held_text_again():
+    """As in the reference, feed("") scans the held text again (differential seed 90210): a
+    full-case-folding pattern is a partial match of "str" at its "s", not of "r" alone, so the
+    held "r" is let go once the scan starts there."""
+    template = {"start_anchor": "<s>", "fields": {"x": {"repeats": True}, "n": {"open_pattern": "(?fi)straße", "close": "|>"}}}
+    parser = respc.compile_template(template).parser(prefix="")
+    assert parser.feed("str") == [
+        {"type": "region_open", "field": "x"},
+        {"type": "region_chunk", "field": "x", "text": "st", "dirty": False},
+    ]
+    assert parser.feed("") == [{"type": "region_chunk", "field": "x", "text": "r", "dirty": False}]
+    assert parser.feed("") == []  # nothing held: nothing to scan
+
+
 def test_one_shot_with_G_anchor_feeds_and_finalizes():
     """Regression (differential seed 90): \\G matches where each scan starts, so for a
     template using it a whole output is parsed by feed + finalize, as the reference does."""
