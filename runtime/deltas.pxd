@@ -13,7 +13,7 @@ cimport cython
 from respc.runtime.base cimport ParserBase
 
 cdef Py_ssize_t _VALUE, _AFTER, _KEY, _COLON, _STRING, _XSTRING, _NUMBER, _WORD, _DONE, _BAD
-cdef Py_ssize_t _MERGE_PARTS, _LONG_NUMBER, _DEEP
+cdef Py_ssize_t _MERGE_PARTS, _LONG_NUMBER, _DEEP, _SEEDS_KEPT
 
 @cython.locals(last=Py_UCS4)
 cdef bint _ends_open(str text)
@@ -23,6 +23,8 @@ cdef bint _plain_string(str text)
 
 @cython.locals(size=Py_ssize_t, chars=list, x=double)
 cpdef str new_id(rng)
+
+cpdef str seeded_id(seed, Py_ssize_t index)
 
 cpdef str _dumps(value)
 
@@ -132,7 +134,7 @@ cdef class _Out:
     cdef delta(self, dict delta)
     @cython.locals(pieces=list)
     cdef flush(self)
-    cdef list take(self)
+    cdef list take(self, list into)
 
 
 cdef class Plan:
@@ -176,6 +178,7 @@ cdef class DeltaStream:
     cdef dict _typed
     cdef object _seed
     cdef object _rng
+    cdef Py_ssize_t _drawn
     cdef public str reasoning_key
     cdef dict _text
     cdef object _seen
@@ -194,9 +197,11 @@ cdef class DeltaStream:
     @cython.locals(call=_Call)
     cpdef tuple finish(self, bint length=*)
     cpdef list sent_ids(self)
+    @cython.locals(index=Py_ssize_t)
     cpdef str new_id(self)
     @cython.locals(text=str, field=TextField, region=_Region, scanner=JsonScanner, call=_Call)
-    cdef list _chunk(self, event, name)
+    cdef list _chunk(self, list events, name)
+    cdef list _single(self, list events, dict delta)
     @cython.locals(text=str, field=TextField, region=_Region)
     cdef _events(self, list events, name)
     cdef _text_chunk(self, TextField field, str text)
@@ -226,6 +231,7 @@ cdef class _Region:
     cdef public _Router router
     cdef public _XmlReader xml
     cdef public _CallListReader call_list
+    cpdef part(self)
 
 
 cdef class _Router(_Handler):

@@ -26,10 +26,12 @@ from __future__ import annotations
 import json
 import json.scanner
 import math
+import os
 import random
 import re
 import string
 import sys
+import threading
 from json.encoder import c_make_encoder, encode_basestring
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +41,7 @@ from .tools import ToolTypes, coerce_value, schema_types
 if TYPE_CHECKING:
     from .base import ParserBase
 
-__all__ = ["DeltaStream", "JsonScanner", "arguments_text", "new_id"]
+__all__ = ["DeltaStream", "JsonScanner", "arguments_text", "new_id", "seeded_id"]
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 #: the JSON types tool typing turns a string into (runtime/tools.py casts only these)
@@ -62,6 +64,46 @@ def new_id(rng: random.Random) -> str:
         x = draw() * size
         chars.append(_ID_ALPHABET[int(x)])
     return "call_" + "".join(chars)
+
+
+#: the ids of each seed drawn so far, shared by the streams given that seed (seeding a
+#: generator takes 4 µs, as much as a short stream's tool calls): ``(type, seed)`` -> the
+#: seed's generator and the ids it drew, the first ``_IDS_KEPT`` of its sequence at most
+_SEEDED: dict[tuple, tuple[random.Random, list[str]]] = {}
+_SEEDS_KEPT = 256
+_IDS_KEPT = 64
+_SEEDED_LOCK = threading.Lock()
+#: the ids of streams without a seed: one generator (seeding one from the system's entropy
+#: takes 13 µs), seeded again in a forked child, as the random module's own
+_UNSEEDED = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_UNSEEDED.seed)
+
+
+def seeded_id(seed: Any, index: int) -> str | None:
+    """Id ``index`` (from 0) of ``random.Random(seed)``'s sequence of ids (see new_id), drawn
+    once per seed and kept; None past the first ``_IDS_KEPT`` or for a seed that is not
+    hashable (the caller draws those from a generator of its own)."""
+    if index >= _IDS_KEPT:
+        return None
+    try:
+        key = (type(seed), seed)
+        entry = _SEEDED.get(key)
+    except TypeError:
+        return None
+    if entry is not None and index < len(entry[1]):
+        return entry[1][index]  # the list only grows: read without the lock
+    with _SEEDED_LOCK:
+        entry = _SEEDED.get(key)
+        if entry is None:
+            if len(_SEEDED) >= _SEEDS_KEPT:
+                _SEEDED.clear()
+            entry = (random.Random(seed), [])
+            _SEEDED[key] = entry
+        rng, ids = entry
+        while len(ids) <= index:
+            ids.append(new_id(rng))
+        return ids[index]
 
 
 def _not_json(value: Any) -> Any:
@@ -738,10 +780,19 @@ class _Out:
         else:
             self.deltas.append({kind: text})
 
-    def take(self) -> list[dict]:
+    def take(self, into: list | None) -> list[dict]:
+        """The deltas so far; in ``into`` (a list of one item, see DeltaStream._single) when
+        there is at most one, so that a feed makes no list of its own."""
         if self.kind is not None:
             self.flush()
         deltas = self.deltas
+        if into is not None and len(deltas) <= 1:
+            if deltas:
+                into[0] = deltas[0]
+                deltas.clear()
+            else:
+                into.clear()
+            return into
         self.deltas = []
         return deltas
 
@@ -789,6 +840,17 @@ class _Region:
         self.router: _Router | None = None
         self.xml: _XmlReader | None = None
         self.call_list: _CallListReader | None = None
+
+    def part(self) -> None:
+        """The region ended: let go of its readers, and part the scanner from its handler
+        (they refer to each other, as the readers and the region do), so that a stream is
+        freed as soon as it is dropped, not left to the cycle collector."""
+        if self.router is not None:
+            self.router.scanner = None
+        self.scanner = None
+        self.router = None
+        self.xml = None
+        self.call_list = None
 
 
 class TextField:
@@ -865,6 +927,7 @@ class DeltaStream:
         "_typed",
         "_seed",
         "_rng",
+        "_drawn",
         "reasoning_key",
         "_text",
         "_seen",
@@ -894,7 +957,8 @@ class DeltaStream:
         self._tools = tools
         self._typed: dict[str, dict[str, bool]] = {}
         self._seed = id_seed
-        self._rng: random.Random | None = None  # made when a call needs an id (seeding takes µs)
+        self._rng: random.Random | None = None  # the seed's generator, past the kept ids (see seeded_id)
+        self._drawn = 0  # the ids drawn so far
         self.reasoning_key = reasoning_key
         self._text = text
         # the field name the last chunk went to and its TextField (None: not a text field):
@@ -931,11 +995,11 @@ class DeltaStream:
         if self._first:
             self._first = False
         elif len(events) == 1:
-            return self._chunk(events[0], name)
+            return self._chunk(events, name)
         elif not events:
-            return []
+            return [] if self._spans else events
         self._events(events, name)
-        return self._out.take()
+        return self._out.take(None)
 
     def finish(self, length: bool = False) -> tuple[list[dict], str]:
         """End the stream: ``(last deltas, finish_reason)``. ``length=True``: the output was
@@ -958,7 +1022,7 @@ class DeltaStream:
                 if call.sent:
                     reason = "tool_calls"
                     break
-        return self._out.take(), reason
+        return self._out.take(None), reason
 
     def sent_ids(self) -> list[str | None]:
         """The id the stream gave each call so far (None: not given yet)."""
@@ -966,23 +1030,34 @@ class DeltaStream:
 
     def new_id(self) -> str:
         """The next random call id (``id_seed``'s sequence, which the stream's ids take too)."""
+        index = self._drawn
+        self._drawn = index + 1
+        if self._seed is None:
+            return new_id(_UNSEEDED)
         if self._rng is None:
-            self._rng = random.Random(self._seed)
+            found = seeded_id(self._seed, index)
+            if found is not None:
+                return found
+            rng = self._rng = random.Random(self._seed)
+            for _ in range(index):  # the ids seeded_id gave
+                new_id(rng)
         return new_id(self._rng)
 
     # --- events --------------------------------------------------------------------
-    def _chunk(self, event: Any, name: Any) -> list[dict]:
-        """The deltas of a feed that gave one event (a bare chunk of field ``name``, or a
-        dict): the common chunk (one region_chunk inside a text field or a call's JSON
-        string argument) in one go, the same deltas as the general path (_events)."""
+    def _chunk(self, events: list, name: Any) -> list[dict]:
+        """The deltas of a feed that gave one event (``events[0]``: a bare chunk of field
+        ``name``, or a dict): the common chunk (one region_chunk inside a text field or a
+        call's JSON string argument) in one go, the same deltas as the general path
+        (_events)."""
+        event = events[0]
         if type(event) is str:
             text = event
         elif event["type"] == "region_chunk":
             text = event["text"]
             name = event["field"]
         else:
-            self._events([event], name)
-            return self._out.take()
+            self._events(events, name)
+            return self._out.take(None if self._spans else events)
         if name is self._seen:
             field = self._seen_field
         else:
@@ -990,13 +1065,13 @@ class DeltaStream:
             self._seen = name
         if field is not None:
             if field.live and not _ends_open(text):
-                return [{field.key: text}]
+                return self._single(events, {field.key: text})
             if field.ready:
                 text = field.piece(text)
-                return [{field.key: text}] if text else []
+                return self._single(events, {field.key: text}) if text else []
             if field.stream:
                 self._text_chunk(field, text)
-            return self._out.take()
+            return self._out.take(None if self._spans else events)
         region = self._region
         if name != "tool_calls" or region is None or self._plan is None:
             return []
@@ -1012,13 +1087,22 @@ class DeltaStream:
                         if not text:
                             return []
                     call.sent_text.add(text)
-                    return [{"tool_calls": [{"index": call.index, "function": {"arguments": text}}]}]
+                    delta = {"tool_calls": [{"index": call.index, "function": {"arguments": text}}]}
+                    return self._single(events, delta)
             scanner.feed(text)
         elif region.xml is not None:
             region.xml.feed(text)
         elif region.call_list is not None:
             region.call_list.feed(text)
-        return self._out.take()
+        return self._out.take(None if self._spans else events)
+
+    def _single(self, events: list, delta: dict) -> list[dict]:
+        """``[delta]``, in ``events`` (the parser's list of one event, made for this feed and,
+        without spans, handed out to no one) unless that list is kept as ``events``."""
+        if self._spans:
+            return [delta]
+        events[0] = delta
+        return events
 
     def _events(self, events: list, name: Any) -> None:
         """Turn the parser's events into deltas; ``name``: the field of bare chunks (see
@@ -1045,7 +1129,9 @@ class DeltaStream:
                     self._call_open(event.get("captures"))
                 elif kind == "region_close":
                     self._call_close(event["value"])
-                else:  # region_malformed (on_malformed="event"): nothing more of these calls
+                elif self._region is not None:
+                    # region_malformed (on_malformed="event"): nothing more of these calls
+                    self._region.part()
                     self._region = None
                 continue
             field = self._text.get(name)
@@ -1222,6 +1308,7 @@ class DeltaStream:
             region = _Region(None)
         if region.scanner is not None:
             region.scanner.finish()
+        region.part()
         calls = value if self._plan.each else [value]
         if not isinstance(calls, list):
             return

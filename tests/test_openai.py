@@ -11,6 +11,7 @@ package's own stream accumulator. Then the JSON scanner on its own, streaming as
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import string
@@ -25,7 +26,7 @@ from test_models import _chunkings, _families, _load
 
 import respc
 from respc.openai import DeltaParser, JsonScanner, arguments_text, to_message
-from respc.runtime.deltas import new_id
+from respc.runtime.deltas import _IDS_KEPT, new_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234
@@ -460,6 +461,45 @@ def test_ids_come_from_the_format_or_the_seed():
     deltas = kimi.feed("<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|>")
     headers = [d["tool_calls"][0] for d in deltas + kimi.finish()[0] if "tool_calls" in d and "id" in d["tool_calls"][0]]
     assert [header["id"] for header in headers] == ["functions.f:0"]
+
+
+def test_ids_follow_the_seeds_sequence_in_every_stream():
+    """Every stream with a seed gives the ids of that seed's sequence from its first, past
+    the ids kept per seed too (runtime/deltas.py, seeded_id), and for a seed that is not
+    hashable; streams without a seed get ids of the same shape, all different."""
+    count = _IDS_KEPT + 3
+    body = "".join(f'<tool_call>\n{{"name": "f{i}", "arguments": {{}}}}\n</tool_call>' for i in range(count))
+
+    def ids(seed: object) -> list[str]:
+        parser = DeltaParser("qwen3", prefix="", id_seed=seed)
+        deltas = parser.feed(body) + parser.finish()[0]
+        return [d["tool_calls"][0]["id"] for d in deltas if "tool_calls" in d and "id" in d["tool_calls"][0]]
+
+    for seed in [5, "x", bytearray(b"x")]:
+        rng = random.Random(seed)
+        expected = [new_id(rng) for _ in range(count)]
+        assert ids(seed) == expected and ids(seed) == expected, seed
+    unseeded = ids(None) + ids(None)
+    assert len(set(unseeded)) == 2 * count and all(i.startswith("call_") and len(i) == 29 for i in unseeded)
+
+
+@pytest.mark.parametrize("name", _families())
+def test_a_finished_stream_is_freed_without_the_cycle_collector(name):
+    """A stream's readers let go of each other when their region ends, so a finished
+    DeltaParser is freed by reference counting: no reference cycle for the garbage collector
+    to find, per stream, in a server that runs many."""
+    _, samples = _load(name)
+    case = next((c for c in samples["cases"] if "tool_calls" in (c.get("expected") or {})), samples["cases"][0])
+    tools = _tools(samples, case)
+    text = case["output"]
+    _run(name, case, tools, [text])  # a first run makes what is made once (the plan, regexes)
+    gc.collect()
+    gc.disable()
+    try:
+        _run(name, case, tools, [text[i : i + 3] for i in range(0, len(text), 3)])
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_finish_reasons():
