@@ -58,7 +58,17 @@ import regex
 from .api import _tool_list, compile_template
 from .compiler.regexinfo import lazy_group_split, may_backtrack, regex_only, word_key_head
 from .runtime.content import make_parser
-from .runtime.deltas import DeltaStream, JsonScanner, Plan, TextField, arguments_text, call_id, function_name, new_id
+from .runtime.deltas import (
+    _UNSEEDED,
+    DeltaStream,
+    JsonScanner,
+    Plan,
+    TextField,
+    arguments_text,
+    call_id,
+    function_name,
+    new_id,
+)
 
 __all__ = ["DeltaParser", "JsonScanner", "arguments_text", "to_message"]
 
@@ -100,8 +110,19 @@ def to_message(message: dict, *, reasoning_key: str = "reasoning_content", id_se
     """
     if not isinstance(message, dict):
         raise TypeError(f"to_message: message must be a dict (a parsed message), got {type(message).__name__}")
-    rng = random.Random(id_seed)
-    return _message_dict(message, reasoning_key, lambda index, call: call_id(call) or new_id(rng))
+    made: list[random.Random] = []  # the seed's generator, made when a call needs an id
+
+    def ids(index: int, call: Any) -> str:
+        found = call_id(call)
+        if found:
+            return found
+        if id_seed is None:
+            return new_id(_UNSEEDED)  # (seeding a generator of its own would take 13 µs)
+        if not made:
+            made.append(random.Random(id_seed))
+        return new_id(made[0])
+
+    return _message_dict(message, reasoning_key, ids)
 
 
 def _placeholder(value: Any) -> str | None:
