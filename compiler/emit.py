@@ -283,20 +283,36 @@ class _ScanWriter(Writer):
         self.memo_slots = memo_slots
         self.first = True
         self.single = False  # the state watches one delimiter: commit it directly
+        # Ties between candidates that start at one place and are as long are broken by the
+        # watches' order (ir.State.watches). The scan checks literals first (cheap, and the
+        # first one found bounds the regexes' candidate loops), so where a watch is written
+        # after one that ranks below it, the best candidate's rank (``r``) decides the tie.
+        self.rank = 0  # this watch's place in the tie-break order
+        self.ranked = False  # a watch ranked below this one is written before it
+        self.tracks_rank = False  # some watch is: the scan keeps ``r``
 
     def candidate(self, start: str, end: str, action: int, match: str, length: str = "") -> None:
         entry = f"({start}, {end}, {action}, {match})"
         if self.single:
             with self.block(f"if {start} < hold:"):
                 self.line(f"return {entry}")
-        elif self.first:
+            return
+        if self.first:
             self.line(f"best = {entry}")
-            self.line(f"lim = {start}")
         else:
-            longer = f"{length or f'{end} - {start}'} > best[1] - best[0]"
-            with self.block(f"if best is None or {start} < best[0] or ({start} == best[0] and {longer}):"):
+            size = length or f"{end} - {start}"
+            wins = f"{size} > best[1] - best[0]"
+            if self.ranked:  # as long as the best one: the better ranked wins
+                wins = f"{wins} or ({size} == best[1] - best[0] and r > {self.rank})"
+            with self.block(f"if best is None or {start} < best[0] or ({start} == best[0] and ({wins})):"):
                 self.line(f"best = {entry}")
                 self.line(f"lim = {start}")
+                if self.tracks_rank:
+                    self.line(f"r = {self.rank}")
+            return
+        self.line(f"lim = {start}")
+        if self.tracks_rank:
+            self.line(f"r = {self.rank}")
 
     def hold_at(self, start: str) -> None:
         """Hold the text from ``start`` on, if that is before what is held already."""
@@ -582,8 +598,15 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
         if not w.single:
             w.line("best = None")
             w.line("lim = n  # where the best candidate starts")
-        for watch in s.watches:
-            w.watch(watch, s.free)
+        # literals first (see _ScanWriter); the rest in the tie-break order
+        order = sorted(range(len(s.watches)), key=lambda k: (not s.watches[k].delim.is_literal, k))
+        w.tracks_rank = any(later < earlier for i, earlier in enumerate(order) for later in order[i + 1 :])
+        if w.tracks_rank:
+            w.line("r = 0  # the best candidate's rank in the tie-break order")
+        for place, k in enumerate(order):
+            w.rank = k
+            w.ranked = any(earlier > k for earlier in order[:place])
+            w.watch(s.watches[k], s.free)
         if not w.single:
             with w.block("if best is not None and best[0] < hold:"):
                 w.line("return best")

@@ -399,7 +399,7 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<tool_calls>", i):
             i = buf.find("<tool_calls>", i + 1, lim + 12)
         if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 12 > best[1] - best[0]):
+            if best is None or i < best[0] or (i == best[0] and (12 > best[1] - best[0])):
                 best = (i, i + 12, 1, None)
                 lim = i
         elif not eos:
@@ -472,7 +472,7 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
+                if best is None or s < best[0] or (s == best[0] and (e - s > best[1] - best[0])):
                     best = (s, e, -1, None)
                     lim = s
         if best is not None and best[0] < hold:

@@ -322,7 +322,7 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|START_THINKING|>", i):
             i = buf.find("<|START_THINKING|>", i + 1, lim + 18)
         if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 18 > best[1] - best[0]):
+            if best is None or i < best[0] or (i == best[0] and (18 > best[1] - best[0])):
                 best = (i, i + 18, 0, None)
                 lim = i
         elif not eos:
@@ -337,7 +337,7 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<|START_ACTION|>", i):
             i = buf.find("<|START_ACTION|>", i + 1, lim + 16)
         if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 16 > best[1] - best[0]):
+            if best is None or i < best[0] or (i == best[0] and (16 > best[1] - best[0])):
                 best = (i, i + 16, 1, None)
                 lim = i
         elif not eos:

@@ -257,7 +257,7 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<think>", i):
             i = buf.find("<think>", i + 1, lim + 7)
         if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 7 > best[1] - best[0]):
+            if best is None or i < best[0] or (i == best[0] and (7 > best[1] - best[0])):
                 best = (i, i + 7, 0, None)
                 lim = i
         elif not eos:
@@ -272,7 +272,7 @@ class Parser(_base.ParserBase):
         if i >= 0 and not buf.startswith("<tool_call>", i):
             i = buf.find("<tool_call>", i + 1, lim + 11)
         if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 11 > best[1] - best[0]):
+            if best is None or i < best[0] or (i == best[0] and (11 > best[1] - best[0])):
                 best = (i, i + 11, 1, None)
                 lim = i
         elif not eos:

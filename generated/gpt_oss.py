@@ -432,22 +432,42 @@ class Parser(_base.ParserBase):
         hold = n
         best = None
         lim = n  # where the best candidate starts
+        r = 0  # the best candidate's rank in the tie-break order
+        # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<|channel|>analysis<|message|>", i):
+            i = buf.find("<|channel|>analysis<|message|>", i + 1)
+        if i >= 0:
+            best = (i, i + 30, 0, None)
+            lim = i
+            r = 1
+        elif not eos:
+            # held: a tail of the buffer that may grow into <|channel|>analysis<|message|>
+            i = buf.find("<", n - 29 if n - 29 > pos else pos)
+            if i >= 0:
+                i = _scan.partial_start(buf, i, "<|channel|>analysis<|message|>")
+                if i < hold:
+                    hold = i
         # open content -- fields.content.open_pattern: regex <\\|channel\\|>(?:final|commentary)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?<\\|message\\|>
         # every match is one of: <|channel|>; try the regex only there
         m = None
-        i = buf.find("<", pos)
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = bound
+        i = buf.find("<", pos, top + 1)
         if i >= 0 and not buf.startswith("<|channel|>", i):
-            i = buf.find("<|channel|>", i + 1)
+            i = buf.find("<|channel|>", i + 1, top + 11)
         while i >= 0:
+            if i > bound and m is None:
+                break
             if not buf.startswith(("<|channel|>commentary", "<|channel|>final"), i) and (
                 eos
                 or n - i >= 21
                 or not _scan.prefix_partial(buf, i, ("<|channel|>commentary", "<|channel|>final"))
             ):
                 # no match, whole or partial, can start here: it would begin with one of these
-                i = buf.find("<", i + 1)
+                i = buf.find("<", i + 1, top + 1)
                 if i >= 0 and not buf.startswith("<|channel|>", i):
-                    i = buf.find("<|channel|>", i + 1)
+                    i = buf.find("<|channel|>", i + 1, top + 11)
                 continue
             c = (
                 _RE_CONTENT_OPEN_3.match(buf, i)
@@ -460,44 +480,40 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find("<", i + 1)
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
             if i >= 0 and not buf.startswith("<|channel|>", i):
-                i = buf.find("<|channel|>", i + 1)
+                i = buf.find("<|channel|>", i + 1, top + 11)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
             i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
-                c = (
-                    _RE_CONTENT_OPEN_3.match(buf, i)
-                    if eos
-                    else _RE_CONTENT_OPEN_3.match(buf, i, partial=True)
-                )
-                if c is not None:
-                    m = c
+                if i <= bound and i < hold:
+                    c = (
+                        _RE_CONTENT_OPEN_3.match(buf, i)
+                        if eos
+                        else _RE_CONTENT_OPEN_3.match(buf, i, partial=True)
+                    )
+                    if c is not None:
+                        m = c
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
                 if s < hold:
                     hold = s
             else:
-                best = (s, e, 2, None)
-                lim = s
-        # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<|channel|>analysis<|message|>", i):
-            i = buf.find("<|channel|>analysis<|message|>", i + 1, lim + 30)
-        if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 30 > best[1] - best[0]):
-                best = (i, i + 30, 0, None)
-                lim = i
-        elif not eos:
-            # held: a tail of the buffer that may grow into <|channel|>analysis<|message|>
-            i = buf.find("<", n - 29 if n - 29 > pos else pos)
-            if i >= 0:
-                i = _scan.partial_start(buf, i, "<|channel|>analysis<|message|>")
-                if i < hold:
-                    hold = i
+                if (
+                    best is None
+                    or s < best[0]
+                    or (
+                        s == best[0]
+                        and (e - s > best[1] - best[0] or (e - s == best[1] - best[0] and r > 0))
+                    )
+                ):
+                    best = (s, e, 2, None)
+                    lim = s
+                    r = 0
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)|to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis))(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?\\s*<\\|message\\|>
         # every match is whitespace, then one of: <|channel|>, to=functions.; try the regex only there
         m = None
@@ -586,9 +602,10 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
+                if best is None or s < best[0] or (s == best[0] and (e - s > best[1] - best[0])):
                     best = (s, e, 1, m)
                     lim = s
+                    r = 2
         if best is not None and best[0] < hold:
             return best
         return hold

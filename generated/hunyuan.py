@@ -179,6 +179,22 @@ class Parser(_base.ParserBase):
         hold = n
         best = None
         lim = n  # where the best candidate starts
+        r = 0  # the best candidate's rank in the tie-break order
+        # open reasoning_content -- fields.reasoning_content.open: literal <think>
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("<think>", i):
+            i = buf.find("<think>", i + 1)
+        if i >= 0:
+            best = (i, i + 7, 0, None)
+            lim = i
+            r = 1
+        elif not eos:
+            # held: a tail of the buffer that may grow into <think>
+            i = buf.find("<", n - 6 if n - 6 > pos else pos)
+            if i >= 0:
+                i = _scan.partial_start(buf, i, "<think>")
+                if i < hold:
+                    hold = i
         # open content -- fields.content.open_pattern: regex <answer>\\s*(?:\u52a9\u624b\uff1a|(?=[^\\s\u52a9])|(?=\u52a9[^\u624b])|(?=\u52a9\u624b[^\uff1a]))
         m = (
             _RE_CONTENT_OPEN_2.search(buf, pos)
@@ -203,23 +219,17 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                best = (s, e, 2, None)
-                lim = s
-        # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1, lim + 7)
-        if i >= 0:
-            if best is None or i < best[0] or (i == best[0] and 7 > best[1] - best[0]):
-                best = (i, i + 7, 0, None)
-                lim = i
-        elif not eos:
-            # held: a tail of the buffer that may grow into <think>
-            i = buf.find("<", n - 6 if n - 6 > pos else pos)
-            if i >= 0:
-                i = _scan.partial_start(buf, i, "<think>")
-                if i < hold:
-                    hold = i
+                if (
+                    best is None
+                    or s < best[0]
+                    or (
+                        s == best[0]
+                        and (e - s > best[1] - best[0] or (e - s == best[1] - best[0] and r > 0))
+                    )
+                ):
+                    best = (s, e, 2, None)
+                    lim = s
+                    r = 0
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:(?:<answer>\\s*)?<tool_calls>\\s*\\[|(?<=\\})\\s*,)\\s*(?=\\{)
         m = (
             _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
@@ -246,9 +256,10 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
+                if best is None or s < best[0] or (s == best[0] and (e - s > best[1] - best[0])):
                     best = (s, e, 1, None)
                     lim = s
+                    r = 2
         if best is not None and best[0] < hold:
             return best
         return hold

@@ -338,7 +338,7 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
+                if best is None or s < best[0] or (s == best[0] and (e - s > best[1] - best[0])):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*<SPECIAL_12>
@@ -393,7 +393,7 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     hold = s
             else:
-                if best is None or s < best[0] or (s == best[0] and e - s > best[1] - best[0]):
+                if best is None or s < best[0] or (s == best[0] and (e - s > best[1] - best[0])):
                     best = (s, e, -1, None)
                     lim = s
         if best is not None and best[0] < hold:

@@ -253,6 +253,21 @@ def test_quiet_tests_hold_a_header_being_written():
         assert free.quiet(parser, x) == 0 == free.scan(parser, x, 0, False), x
 
 
+@pytest.mark.parametrize("regex_field, literal_field", [("a", "b"), ("b", "a")])
+def test_a_tie_goes_to_the_field_first_by_name_though_literals_are_scanned_first(regex_field, literal_field):
+    """Two opens match the same text at one place (the reference: the field first by name
+    wins). Scans check literal delimiters before regexes, so the rank decides, not the order."""
+    template = {
+        "start_anchor": "<s>",
+        "fields": {regex_field: {"open_pattern": "<x>", "close": "</a>"}, literal_field: {"open": "<x>", "close": "</b>"}},
+    }
+    compiled = respc.compile_template(template)
+    assert compiled.parse("<x>hi</a></b>", prefix="") == {"a": "hi" if regex_field == "a" else "hi</a>"}
+    parser = compiled.parser(prefix="")
+    events = [event for char in "<x>hi</a></b>" for event in parser.feed(char)]
+    assert events[0] == {"type": "region_open", "field": "a"}
+
+
 def test_an_empty_feed_scans_held_text_again():
     """As in the reference, feed("") scans the held text again (differential seed 90210): a
     full-case-folding pattern is a partial match of "str" at its "s", not of "r" alone, so the
