@@ -244,11 +244,27 @@ def _long_prefixes(pattern: str) -> set[str]:
     """Strings one of which every match of ``pattern`` starts with: its leading required
     literal characters, then, through a required group, each alternative's own long
     prefixes followed by what comes after the group. ``""`` when nothing is known."""
+    return _prefixes(pattern, through=True)
+
+
+def _required_prefixes(pattern: str) -> set[str]:
+    """Strings one of which every match of ``pattern`` starts with (its leading required
+    literal characters; alternatives of a leading group each give theirs). Falls back to
+    the first characters where nothing longer is known."""
+    return _prefixes(pattern, through=False)
+
+
+def _prefixes(pattern: str, through: bool) -> set[str]:
+    """The leading required literal characters of ``pattern``'s matches, and where a group
+    comes first, its alternatives' own. ``through``: also a group after literal characters,
+    each alternative followed by what comes after the group (Lead.filters; ``""`` when
+    nothing is known); else only a leading group, and the first characters when nothing
+    longer is known (Lead.prefixes)."""
     out: list[str] = []
     i = 0
     while i < len(pattern):
         c = pattern[i]
-        if c == "(":
+        if c == "(" and (through or not out):
             close = _group_end(pattern, i)
             after = pattern[close + 1 :]
             if after.startswith(_OPTIONAL_QUANTIFIERS):
@@ -260,12 +276,16 @@ def _long_prefixes(pattern: str) -> set[str]:
                 inner = inner[inner.find(">") + 1 :]
             elif inner.startswith("?"):
                 break  # lookarounds, back references, ...
+            found: set[str] = set()
+            if not through:
+                for branch in _split_alternatives(inner):
+                    found |= _prefixes(branch, False)
+                return found
             if after[:1] in ("+", "{"):
                 after = ""  # the group may repeat: what follows its first time is not known
             head = "".join(out)
-            found: set[str] = set()
             for branch in _split_alternatives(inner):
-                found |= {head + rest for rest in _long_prefixes(branch + after)}
+                found |= {head + rest for rest in _prefixes(branch + after, True)}
                 if len(found) > _MAX_FILTERS:
                     raise _Unknown
             return found
@@ -284,48 +304,7 @@ def _long_prefixes(pattern: str) -> set[str]:
         if end < len(pattern) and pattern[end] in "+{":
             break  # required, but what follows may repeat it
         i = end
-    return {"".join(out)}
-
-
-def _required_prefixes(pattern: str) -> set[str]:
-    """Strings one of which every match of ``pattern`` starts with (its leading required
-    literal characters; alternatives of a leading group each give theirs). Falls back to
-    the first characters where nothing longer is known."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "(" and not out:
-            close = _group_end(pattern, i)
-            if pattern.startswith(_OPTIONAL_QUANTIFIERS, close + 1):
-                break
-            inner = pattern[i + 1 : close]
-            if inner.startswith("?:"):
-                inner = inner[2:]
-            elif inner.startswith("?P<"):
-                inner = inner[inner.find(">") + 1 :]
-            elif inner.startswith("?"):
-                break
-            found: set[str] = set()
-            for branch in _split_alternatives(inner):
-                found |= _required_prefixes(branch)
-            return found
-        if c == "\\":
-            try:
-                char, end = _escape(pattern, i)
-            except _Unknown:
-                break
-        elif c in _META:
-            break
-        else:
-            char, end = c, i + 1
-        if pattern.startswith(_OPTIONAL_QUANTIFIERS, end):
-            break  # this character may be absent
-        out.append(char)
-        if end < len(pattern) and pattern[end] in "+{":
-            break  # required, but what follows may repeat it
-        i = end
-    if out:
+    if out or through:
         return {"".join(out)}
     return set(_required_firsts(pattern))
 
