@@ -84,6 +84,10 @@ cdef class JsonScanner:
     cdef public list out
     cdef public list keys
     cdef public bint odd
+    cdef str piece
+    cdef Py_ssize_t run_start
+    cdef Py_ssize_t run_end
+    cdef Py_ssize_t at
 
     cpdef feed(self, str text)
     cpdef finish(self)
@@ -91,25 +95,28 @@ cdef class JsonScanner:
     cpdef bint untrack(self)
     cdef bint in_value_string(self)
     @cython.locals(i=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t, depth=Py_ssize_t, state=Py_ssize_t, limit=Py_ssize_t,
-                   c=Py_UCS4, out=list, top=str)
+                   c=Py_UCS4, top=str, token=str)
     cdef _read(self, str text)
-    @cython.locals(out=list)
+    @cython.locals(text=str)
     cdef _flush(self)
+    @cython.locals(out=list, run=str, text=str)
+    cdef str _take(self)
+    cdef _run(self, Py_ssize_t start, Py_ssize_t end)
+    cdef _put(self, str text)
     cdef _begin(self, str kind, Py_ssize_t depth)
-    cdef _close(self, str c)
+    cdef _close(self, str c, Py_ssize_t i)
     @cython.locals(depth=Py_ssize_t)
     cdef _value_end(self)
-    @cython.locals(token=str)
-    cdef _scalar_end(self)
-    @cython.locals(out=list)
+    cdef _scalar_end(self, str token, Py_ssize_t start, Py_ssize_t end)
+    @cython.locals(piece=str)
     cpdef str string_text(self, str text)
-    @cython.locals(out=list, have=Py_ssize_t, size=Py_ssize_t, quote=Py_ssize_t, slash=Py_ssize_t, j=Py_ssize_t,
-                   c=Py_UCS4, escape=str)
+    @cython.locals(key=bint, have=Py_ssize_t, size=Py_ssize_t, quote=Py_ssize_t, slash=Py_ssize_t, j=Py_ssize_t,
+                   c=Py_UCS4, escape=str, piece=str)
     cdef Py_ssize_t _string(self, str text, Py_ssize_t i, Py_ssize_t n) except? -1
     @cython.locals(code=Py_ssize_t, high=Py_ssize_t, digits=str)
     cdef object _escape(self, str escape)
     cdef str _lone_high(self)
-    @cython.locals(depth=Py_ssize_t, escaped=str, seen=set)
+    @cython.locals(depth=Py_ssize_t, escaped=str, seen=set, text=str, start=Py_ssize_t)
     cdef Py_ssize_t _string_end(self, Py_ssize_t i) except? -1
 
 

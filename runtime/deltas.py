@@ -254,9 +254,9 @@ def _run_end(text: str, i: int, n: int) -> int:
             i += 1
         return n
     quote = text.find('"', i, n)
-    slash = text.find("\\", i, n)
     j = n if quote < 0 else quote
-    if 0 <= slash < j:
+    slash = text.find("\\", i, j)  # before the quote only: each run reads its own stretch
+    if slash >= 0:
         j = slash
     if j > i and not text[i:j].isprintable():
         control = _CONTROL.search(text, i, j)
@@ -329,7 +329,7 @@ class _Handler:
     def flush(self) -> None:
         """Be told the text the scanner read and has not told yet."""
         scanner = self.scanner
-        if scanner.out:
+        if scanner.out or scanner.run_end > scanner.run_start:
             scanner._flush()
 
     def begin(self, kind: str, depth: int) -> None:
@@ -392,11 +392,19 @@ class JsonScanner:
     attribute is told ``begin``, ``key`` and ``end`` only down to that depth (the text of
     deeper values comes all the same). ``state == _BAD`` once the text is not JSON (the
     rest is ignored), ``done`` once one whole value was read.
+
+    The text to tell is kept as a *run*: where the model writes canonical JSON (``", "``,
+    ``"key": ``, a number as json writes it, an escape json keeps), the text read is the
+    text fed, so the scanner only notes where that stretch of the piece begins and ends
+    (``run_start``, ``run_end``) and tells it as one slice of the piece (the piece itself
+    when all of it is): no string per token, no join. What differs from the piece (a
+    separator written otherwise, a re-escaped character, whitespace dropped) ends the run
+    and is kept in ``out``, after the run's text.
     """
 
     __slots__ = (
         "handler", "sink", "max_depth", "state", "stack", "partial", "high", "key_parts", "in_key", "first", "out",
-        "keys", "odd",
+        "keys", "odd", "piece", "run_start", "run_end", "at",
     )
 
     def __init__(self, handler: Any):
@@ -412,7 +420,13 @@ class JsonScanner:
         self.key_parts: list[str] = []
         self.in_key = False
         self.first = False  # the open container has no item yet
-        self.out: list[str] = []  # text read, not told yet (see _flush)
+        self.out: list[str] = []  # text read, not told yet (see _flush), before the run's
+        self.piece = ""  # the piece being read
+        # the run: piece[run_start:run_end] is text read as it was written, not told yet
+        self.run_start = 0
+        self.run_end = 0
+        # where the key being read began in the piece, while it is as written (else -1)
+        self.at = -1
         #: while tracking (see track): the keys of each container opened since (a set for
         #: an object, None for an array)
         self.keys: list[set[str] | None] | None = None
@@ -431,11 +445,15 @@ class JsonScanner:
         if self.state == _STRING and _plain_string(text):
             self.sink.text(text)  # the common piece: string text as it is
             return
+        self.piece = text
+        self.run_start = self.run_end = 0
+        self.at = -1
         try:
             self._read(text)
         finally:
-            if self.out:
+            if self.out or self.run_end > self.run_start:
                 self._flush()
+            self.piece = ""
 
     def track(self) -> None:
         """Note from here on (until ``untrack``) whether the text read may be other than what
@@ -459,7 +477,6 @@ class JsonScanner:
     def _read(self, text: str) -> None:
         i = 0
         n = len(text)
-        out = self.out
         limit = self.max_depth
         while i < n:
             state = self.state
@@ -475,11 +492,16 @@ class JsonScanner:
                 else:
                     while j < n and text[j].isalpha():
                         j += 1
-                self.partial += text[i:j]
                 if j == n:
+                    self.partial += text[i:j]
                     return
+                if self.partial:  # begun in an earlier piece
+                    token = self.partial + text[i:j]
+                    self.partial = ""
+                    self._scalar_end(token, -1, j)
+                else:
+                    self._scalar_end(text[i:j], i, j)
                 i = j
-                self._scalar_end()
                 continue
             if c in " \t\n\r":  # JSON's whitespace
                 i += 1
@@ -489,7 +511,7 @@ class JsonScanner:
                 if c == "{" or c == "[":
                     if depth <= limit:
                         self._begin("{" if c == "{" else "[", depth)
-                    out.append("{" if c == "{" else "[")
+                    self._run(i, i + 1)
                     self.stack.append("{" if c == "{" else "[")
                     if self.keys is not None:
                         self.keys.append(set() if c == "{" else None)
@@ -500,7 +522,7 @@ class JsonScanner:
                 elif c == '"':
                     if depth <= limit:
                         self._begin('"', depth)
-                    out.append('"')
+                    self._run(i, i + 1)
                     self.in_key = False
                     self.state = _STRING
                 elif c == "-" or "0" <= c <= "9":
@@ -508,7 +530,7 @@ class JsonScanner:
                         self._begin("0", depth)
                     self.partial = ""
                     self.state = _NUMBER
-                    continue
+                    continue  # read from i on: the token begins here
                 elif c.isalpha():
                     if depth <= limit:
                         self._begin("0", depth)
@@ -516,7 +538,7 @@ class JsonScanner:
                     self.state = _WORD
                     continue
                 elif c == "]" and self.first and self.stack and self.stack[-1] == "[":
-                    self._close("]")
+                    self._close("]", i)
                 else:
                     self.state = _BAD
                     return
@@ -524,9 +546,10 @@ class JsonScanner:
                 if c == '"':
                     self.in_key = True
                     self.key_parts = []
+                    self.at = i
                     self.state = _XSTRING
                 elif c == "}" and self.first:
-                    self._close("}")
+                    self._close("}", i)
                 else:
                     self.state = _BAD
                     return
@@ -538,13 +561,17 @@ class JsonScanner:
             elif state == _AFTER:
                 top = self.stack[-1]
                 if c == ",":
-                    out.append(", ")
+                    if i + 1 < n and text[i + 1] == " ":
+                        self._run(i, i + 2)  # ", " as json writes it
+                        i += 1
+                    else:
+                        self._put(", ")
                     self.first = False
                     self.state = _KEY if top == "{" else _VALUE
                 elif c == "}" and top == "{":
-                    self._close("}")
+                    self._close("}", i)
                 elif c == "]" and top == "[":
-                    self._close("]")
+                    self._close("]", i)
                 else:
                     self.state = _BAD
                     return
@@ -556,27 +583,57 @@ class JsonScanner:
     def finish(self) -> None:
         """The text has ended: a number or word at the very end is complete."""
         if self.state == _NUMBER or self.state == _WORD:
-            self._scalar_end()
+            token = self.partial
+            self.partial = ""
+            self._scalar_end(token, -1, 0)
             if self.out:
                 self._flush()
 
     # --- helpers -------------------------------------------------------------------
     def _flush(self) -> None:
         """Tell the handler the text read since it was last told anything."""
-        out = self.out
-        text = out[0] if len(out) == 1 else "".join(out)
-        out.clear()
+        text = self._take()
         if text:
             self.sink.text(text)
+
+    def _take(self) -> str:
+        """The text read and not told yet (``out``, then the run), taken."""
+        out = self.out
+        if self.run_end > self.run_start:
+            run = self.piece[self.run_start : self.run_end]
+            self.run_start = self.run_end
+            if not out:
+                return run  # the common case: one stretch of the piece as written
+            out.append(run)
+        elif not out:
+            return ""
+        text = out[0] if len(out) == 1 else "".join(out)
+        out.clear()
+        return text
+
+    def _run(self, start: int, end: int) -> None:
+        """The text read is ``piece[start:end]`` as written: the run takes it in."""
+        if start != self.run_end:  # not where the run ends: a new run
+            if self.run_end > self.run_start:
+                self.out.append(self.piece[self.run_start : self.run_end])
+            self.run_start = start
+        self.run_end = end
+
+    def _put(self, text: str) -> None:
+        """The text read is ``text``, not as written: after the run so far."""
+        if self.run_end > self.run_start:
+            self.out.append(self.piece[self.run_start : self.run_end])
+            self.run_start = self.run_end
+        self.out.append(text)
 
     def _begin(self, kind: str, depth: int) -> None:
         self.sink.begin(kind, depth)
 
-    def _close(self, c: str) -> None:
+    def _close(self, c: str, i: int) -> None:
         self.stack.pop()
         if self.keys:
             self.keys.pop()
-        self.out.append(c)
+        self._run(i, i + 1)
         self._value_end()
 
     def _value_end(self) -> None:
@@ -587,9 +644,9 @@ class JsonScanner:
         self.first = False
         self.state = _AFTER if self.stack else _DONE
 
-    def _scalar_end(self) -> None:
-        token = self.partial
-        self.partial = ""
+    def _scalar_end(self, token: str, start: int, end: int) -> None:
+        """A number or word ``token`` is complete; ``piece[start:end]`` when it was read
+        from the piece whole (``start`` -1: it was not)."""
         if len(token) > _LONG_NUMBER:
             self.odd = True
         if self.state == _NUMBER:
@@ -607,21 +664,26 @@ class JsonScanner:
             if canonical is None:
                 self.state = _BAD  # NaN, Infinity, a bare word: left to the close
                 return
-        self.out.append(canonical)
+        if start >= 0 and canonical == token:
+            self._run(start, end)
+        else:
+            self._put(canonical)
         self._value_end()
 
     def string_text(self, text: str) -> str:
         """Read ``text``, which stays inside a value string (it holds no ``"``), and return
         its canonical text instead of telling the handler (DeltaStream's quick path)."""
+        self.piece = text
+        self.run_start = self.run_end = 0
         self._string(text, 0, len(text))
-        out = self.out
-        piece = out[0] if len(out) == 1 else "".join(out)
-        out.clear()
+        piece = self._take()
+        self.piece = ""
         return piece
 
     def _string(self, text: str, i: int, n: int) -> int:
-        """Read string text from ``i``: plain runs as they are, escapes re-escaped."""
-        out = self.key_parts if self.in_key else self.out
+        """Read string text from ``i``: plain runs as they are, escapes re-escaped (a key's
+        text into ``key_parts``, a value's as text read)."""
+        key = self.in_key
         if self.partial:  # an escape cut by the last piece
             have = len(self.partial)
             escape = self.partial + text[i : i + 5]
@@ -635,19 +697,33 @@ class JsonScanner:
             if piece is None:
                 return n
             if piece:
-                out.append(piece)
+                if key:
+                    self.key_parts.append(piece)
+                else:
+                    self._put(piece)
         while i < n:
             j = _run_end(text, i, n)
             if j > i:
                 if self.high:
-                    out.append(self._lone_high())
-                out.append(text[i:j])
+                    if key:
+                        self.key_parts.append(self._lone_high())
+                        self.at = -1
+                    else:
+                        self._put(self._lone_high())
+                if key:
+                    self.key_parts.append(text[i:j])
+                else:
+                    self._run(i, j)
             if j == n:
                 break
             c = text[j]
             if c == '"':
                 if self.high:
-                    out.append(self._lone_high())
+                    if key:
+                        self.key_parts.append(self._lone_high())
+                        self.at = -1
+                    else:
+                        self._put(self._lone_high())
                 return self._string_end(j + 1)
             if c != "\\":
                 self.state = _BAD  # a raw control character
@@ -656,11 +732,19 @@ class JsonScanner:
                 self.partial = text[j:]
                 break
             size = 6 if text[j + 1] == "u" else 2
-            piece = self._escape(text[j : j + size])
+            escape = text[j : j + size]
+            piece = self._escape(escape)
             if piece is None:
                 break
-            if piece:
-                out.append(piece)
+            if key:
+                if piece != escape:
+                    self.at = -1  # the key is not as written
+                if piece:
+                    self.key_parts.append(piece)
+            elif piece == escape:
+                self._run(j, j + size)  # an escape json writes the same way
+            elif piece:
+                self._put(piece)
             i = j + size
         if self.state != _BAD:  # the piece ended inside the string
             self.state = _XSTRING if self.in_key or self.partial or self.high else _STRING
@@ -714,10 +798,17 @@ class JsonScanner:
             depth = len(self.stack)
             if depth <= self.max_depth:
                 self.sink.key(json.loads(f'"{escaped}"') if "\\" in escaped else escaped, depth)
-            self.out.append(f'"{escaped}": ')
+            text = self.piece
+            start = self.at
+            self.at = -1
+            if start >= 0 and i + 1 < len(text) and text[i] == ":" and text[i + 1] == " ":
+                self._run(start, i + 2)  # '"key": ' as json writes it
+                self.state = _VALUE
+                return i + 2
+            self._put(f'"{escaped}": ')
             self.state = _COLON
             return i
-        self.out.append('"')
+        self._run(i - 1, i)
         self._value_end()
         return i
 

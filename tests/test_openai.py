@@ -588,6 +588,8 @@ def _every_split(text: str):
         r'["\ud83d\ude00\ud83d\ude01", "\ud83dlone", "\udc00"]',
         '{"nested": {"list": [1, [2, {"deep": []}], {}], "s": ""}, "n": -0.5e+3}',
         ' \n {  "k" :\t[ true ,false, null , 12345678901234567890 , 1.0E2, -0 ] }\r\n',
+        # keys and escapes that json writes otherwise (the scanner's run of text as written ends there)
+        r'{"k\u0041y": 1, "a\"b": [2, 3.50], "\u001F": "\u001F\/", "ok": "as written"}',
         '"just a string"',
         "42",
     ],
