@@ -11,6 +11,7 @@
 cimport cython
 
 from respc.runtime.base cimport ParserBase
+from respc.runtime.tools cimport schema_types
 
 cdef Py_ssize_t _VALUE, _AFTER, _KEY, _COLON, _STRING, _XSTRING, _NUMBER, _WORD, _DONE, _BAD
 cdef Py_ssize_t _MERGE_PARTS, _LONG_NUMBER, _DEEP, _SEEDS_KEPT
@@ -219,7 +220,7 @@ cdef class DeltaStream:
     @cython.locals(plan=Plan)
     cdef _learn(self, _Call call, str source, dict found)
     cdef _maybe_start(self, _Call call, bint last)
-    @cython.locals(table=dict)
+    @cython.locals(table=dict, kinds=tuple, kind=object)
     cdef int _typing(self, _Call call, str key) except -1
     cdef _hold(self, _Call call, str key, str kind)
     cdef object _typed_value(self, _Call call, str key, value)

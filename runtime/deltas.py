@@ -1343,9 +1343,14 @@ class DeltaStream:
             properties = self._tools.get(call.name) or {}
             try:
                 kinds = schema_types(properties.get(key))
-                typing = 0 if _CASTABLE.isdisjoint(kinds) else 1 if "array" in kinds else 2
             except TypeError:
                 typing = 2  # a schema typing cannot read: the close raises its error
+            else:
+                typing = 0
+                for kind in kinds:
+                    if kind in _CASTABLE:
+                        typing = 1 if "array" in kinds else 2
+                        break
             table[key] = typing
         return typing
 

@@ -10,3 +10,7 @@ cimport cython
 cpdef object coerce_value(object value, object table)
 
 cdef inline bint _adds_types(object schema)
+
+# (cimported by deltas.pxd: the delta stream reads a parameter's types once per key)
+@cython.locals(found=list)
+cpdef tuple schema_types(object schema)

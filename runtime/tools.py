@@ -71,7 +71,9 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     if isinstance(declared, str):
         found.append(declared)
     elif isinstance(declared, list):
-        found.extend(t for t in declared if isinstance(t, str))
+        for kind in declared:
+            if isinstance(kind, str):
+                found.append(kind)
     for union in ("anyOf", "oneOf"):
         for choice in schema.get(union) or ():
             found.extend(schema_types(choice))
