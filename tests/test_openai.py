@@ -543,6 +543,93 @@ def test_a_malformed_call_raises_as_the_parser_does():
     assert type(raised.value) is type(expected.value) and str(raised.value) == str(expected.value)
 
 
+# --- outputs the samples do not show ---------------------------------------------------
+
+_MUTATIONS = ['"', "{", "}", ",", ":", "\\", " ", "\n", "a", "1", "<", ">", "[", "]"]
+
+
+def _mutated(rng: random.Random, text: str) -> str:
+    """``text`` with a few characters deleted, inserted (JSON and markup punctuation) or a
+    stretch repeated: outputs a model may write that no sample shows."""
+    chars = list(text)
+    for _ in range(rng.randint(1, 4)):
+        if not chars:
+            break
+        at = rng.randrange(len(chars))
+        roll = rng.random()
+        if roll < 0.4:
+            del chars[at]
+        elif roll < 0.7:
+            chars.insert(at, rng.choice(_MUTATIONS))
+        else:
+            chars[at:at] = chars[at : at + rng.randint(1, 20)]
+    return "".join(chars)
+
+
+def _text_regions(name: str, output: str, prefix: str, tools: list | None) -> dict[str, int]:
+    """How many regions of each field hold text (not whitespace alone)."""
+    parser = respc.get_response_parser(name, prefix=prefix, tools=tools)
+    events = list(parser.initial_events) + parser.feed(output) + parser.finalize()[1]
+    counts: dict[str, int] = {}
+    text: dict[str, bool] = {}
+    for event in events:
+        field = event["field"]
+        if event["type"] == "region_open":
+            text[field] = False
+        elif event["type"] == "region_chunk" and event["text"].strip():
+            text[field] = True
+        elif event["type"] in ("region_close", "region_malformed") and text.pop(field, False):
+            counts[field] = counts.get(field, 0) + 1
+    for field, had in text.items():  # a region the end closed without an event
+        counts[field] = counts.get(field, 0) + had
+    return counts
+
+
+def _object_text(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def test_mutated_outputs_stream_as_they_parse():
+    """Over mutated sample outputs (seeded), a stream raises what parse_response raises, and
+    otherwise adds up to its message, but for the two cases docs/openai.md describes, where
+    a stream cannot take back what it sent: a call body that stops being JSON after its
+    start (the template allows non-JSON: the message has the raw text), and a text field
+    without ``join`` written in two regions (the message keeps the last)."""
+    rng = random.Random(20261201)
+    checked = 0
+    for _ in range(700):
+        name, samples, case = rng.choice(CASES)
+        tools = _tools(samples, case)
+        output = _mutated(rng, case["output"])
+        chunks, at = [], 0
+        while at < len(output):
+            step = rng.randint(1, 9)
+            chunks.append(output[at : at + step])
+            at += step
+        where = f"{name}:{case['name']} output={output!r} chunks={chunks!r}"
+        try:
+            want = to_message(respc.parse_response(output, name, prefix=case["prefix"], tools=tools), id_seed=SEED)
+        except Exception as error:  # noqa: BLE001 -- the stream must raise the same
+            with pytest.raises(type(error)):
+                _run(name, dict(case, output=output), tools, chunks)
+            continue
+        deltas, _, _ = _run(name, dict(case, output=output), tools, chunks)
+        got = _accumulate(deltas)
+        if any(not call["function"]["name"] or not _object_text(call["function"]["arguments"]) for call in want.get("tool_calls") or []):
+            continue  # a body that is not JSON (the message has its raw text)
+        template, _ = _load(name)
+        regions = _text_regions(name, output, case["prefix"], tools)
+        fields = template["fields"]
+        if any(count > 1 and "join" not in fields[field] for field, count in regions.items() if field in fields):
+            continue  # a field written twice: the message keeps the last region
+        assert _decoded(got) == _decoded(want), where
+        checked += 1
+    assert checked > 400, checked  # most mutations keep to the contract
+
+
 # --- the JSON scanner ----------------------------------------------------------------
 
 
