@@ -41,6 +41,7 @@ cdef Py_ssize_t _digits(str token, Py_ssize_t i)
 cdef bint _json_number(str token)
 
 
+@cython.final
 cdef class _Text:
     cdef list parts
     cdef list blocks
@@ -71,6 +72,7 @@ cdef class _Forward(_Handler):
     cdef end(self, Py_ssize_t depth)
 
 
+@cython.final
 cdef class JsonScanner:
     cdef public object handler
     cdef _Handler sink
@@ -121,6 +123,7 @@ cdef class JsonScanner:
     cdef Py_ssize_t _string_end(self, Py_ssize_t i) except? -1
 
 
+@cython.final
 cdef class _Call:
     cdef public object index
     cdef public object name
@@ -134,6 +137,7 @@ cdef class _Call:
     cdef public str hold_key
 
 
+@cython.final
 cdef class _Out:
     cdef list deltas
     cdef object kind
@@ -145,6 +149,7 @@ cdef class _Out:
     cdef list take(self, list into)
 
 
+@cython.final
 cdef class Plan:
     cdef public object body
     cdef public object shape
@@ -158,6 +163,7 @@ cdef class Plan:
     cdef public bint xml_split
 
 
+@cython.final
 cdef class TextField:
     cdef public str key
     cdef public bint strip
@@ -232,6 +238,7 @@ cdef class DeltaStream:
     cdef _send_rest(self, _Call call, str text)
 
 
+@cython.final
 cdef class _Region:
     cdef public list calls
     cdef public object caps
