@@ -153,9 +153,11 @@ def test_setup_compiles_the_runtime_and_every_generated_module(monkeypatch):
 def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch):
     """build_ext compiles in parallel on every core by default, and gives gcc-like compilers
     GENERATED_CFLAGS (-O1, no debug information) for the generated modules, CFLAGS for the
-    runtime's; other compilers (MSVC) keep their defaults."""
+    runtime's (MODULE_CFLAGS for the delta stream: -O2); other compilers (MSVC) keep their
+    defaults."""
     setup_py = _setup_py(monkeypatch)
     assert setup_py.GENERATED_CFLAGS == ["-O1", "-g0"] and setup_py.CFLAGS == ["-g0"]
+    assert setup_py.MODULE_CFLAGS == {"respc.runtime.deltas": ["-O2", "-g0"]}
     for compiler_type, expect_flags in (("unix", True), ("msvc", False)):
         exts = setup_py.extensions()
         command = _build_ext(setup_py, exts)
@@ -165,7 +167,8 @@ def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch):
             command.build_extensions()
         for ext in exts:
             generated = ext.name.startswith(_native.GENERATED_PACKAGE + ".")
-            flags = (setup_py.GENERATED_CFLAGS if generated else setup_py.CFLAGS) if expect_flags else []
+            runtime = setup_py.MODULE_CFLAGS.get(ext.name, setup_py.CFLAGS)
+            flags = (setup_py.GENERATED_CFLAGS if generated else runtime) if expect_flags else []
             assert ext.extra_compile_args == flags, (compiler_type, ext.name)
 
 
