@@ -611,20 +611,33 @@ class JsonScanner:
         out.clear()
         return text
 
+    def _cut(self) -> None:
+        """End the run: its text goes into ``out``."""
+        if self.run_end > self.run_start:
+            self.out.append(self.piece[self.run_start : self.run_end])
+            self.run_start = self.run_end
+
     def _run(self, start: int, end: int) -> None:
         """The text read is ``piece[start:end]`` as written: the run takes it in."""
         if start != self.run_end:  # not where the run ends: a new run
-            if self.run_end > self.run_start:
-                self.out.append(self.piece[self.run_start : self.run_end])
+            self._cut()
             self.run_start = start
         self.run_end = end
 
     def _put(self, text: str) -> None:
         """The text read is ``text``, not as written: after the run so far."""
-        if self.run_end > self.run_start:
-            self.out.append(self.piece[self.run_start : self.run_end])
-            self.run_start = self.run_end
+        self._cut()
         self.out.append(text)
+
+    def _rewritten(self, text: str) -> None:
+        """String text read is ``text``, not as written (an escape re-escaped, a lone
+        surrogate): a key's goes into ``key_parts`` (and the key is not as written), a
+        value's after the run."""
+        if self.in_key:
+            self.key_parts.append(text)
+            self.at = -1
+        else:
+            self._put(text)
 
     def _begin(self, kind: str, depth: int) -> None:
         self.sink.begin(kind, depth)
@@ -697,19 +710,12 @@ class JsonScanner:
             if piece is None:
                 return n
             if piece:
-                if key:
-                    self.key_parts.append(piece)
-                else:
-                    self._put(piece)
+                self._rewritten(piece)
         while i < n:
             j = _run_end(text, i, n)
             if j > i:
                 if self.high:
-                    if key:
-                        self.key_parts.append(self._lone_high())
-                        self.at = -1
-                    else:
-                        self._put(self._lone_high())
+                    self._rewritten(self._lone_high())
                 if key:
                     self.key_parts.append(text[i:j])
                 else:
@@ -719,11 +725,7 @@ class JsonScanner:
             c = text[j]
             if c == '"':
                 if self.high:
-                    if key:
-                        self.key_parts.append(self._lone_high())
-                        self.at = -1
-                    else:
-                        self._put(self._lone_high())
+                    self._rewritten(self._lone_high())
                 return self._string_end(j + 1)
             if c != "\\":
                 self.state = _BAD  # a raw control character
@@ -736,15 +738,15 @@ class JsonScanner:
             piece = self._escape(escape)
             if piece is None:
                 break
-            if key:
-                if piece != escape:
-                    self.at = -1  # the key is not as written
-                if piece:
+            if piece == escape:  # an escape json writes the same way
+                if key:
                     self.key_parts.append(piece)
-            elif piece == escape:
-                self._run(j, j + size)  # an escape json writes the same way
+                else:
+                    self._run(j, j + size)
             elif piece:
-                self._put(piece)
+                self._rewritten(piece)
+            elif key:
+                self.at = -1  # a surrogate pair's first half: the key is not as written
             i = j + size
         if self.state != _BAD:  # the piece ended inside the string
             self.state = _XSTRING if self.in_key or self.partial or self.high else _STRING
