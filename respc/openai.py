@@ -214,8 +214,18 @@ class DeltaParser(DeltaStream):
 
     ``feed(text)`` returns the deltas ``text`` completes; ``finish(length=False)`` returns
     the last deltas and the finish reason; afterwards ``message`` is the parsed message and
-    ``to_message()`` the OpenAI message the deltas add up to. Errors of the underlying
-    parser (a malformed call, by default) are raised as they are.
+    ``to_message()`` the OpenAI message the deltas add up to.
+
+    A region whose content fails to parse (a call's invalid JSON where the template does not
+    allow it): ``on_malformed="raise"`` (the default) raises the parser's error from
+    ``feed``/``finish``, as ``parse_response`` does; ``"event"`` goes on, as
+    ``ResponseParser(..., on_malformed="event")`` does: what was sent of the region's calls
+    stays, nothing more is sent for them, the message leaves the region out (as
+    ``parse_response(..., on_malformed="collect")``) and ``errors`` lists its
+    region_malformed event. ``finish(length=True)`` (the output was cut) treats the region
+    the cut leaves open as ``"event"`` does in either mode, so a cut always ends the
+    stream. Once ``finish`` returned or a call raised, ``feed`` and ``finish`` raise
+    ``RuntimeError``.
     """
 
     __slots__ = ()
@@ -229,7 +239,10 @@ class DeltaParser(DeltaStream):
         reasoning_key: str = "reasoning_content",
         id_seed: Any = None,
         spans: bool = False,
+        on_malformed: str = "raise",
     ):
+        if on_malformed not in ("raise", "event"):
+            raise ValueError(f"DeltaParser: on_malformed must be 'raise' or 'event', got {on_malformed!r}")
         if not isinstance(reasoning_key, str) or not reasoning_key:
             raise TypeError(f"DeltaParser: reasoning_key must be a non-empty str, got {reasoning_key!r}")
         compiled = compile_template(template)
@@ -244,7 +257,7 @@ class DeltaParser(DeltaStream):
             if name in fields
         }
         # spans=True underneath: open events carry the open delimiter's captures (names, ids)
-        parser = compiled.parser(prefix=prefix, tools=tools, spans=True)
+        parser = compiled.parser(prefix=prefix, tools=tools, spans=True, on_malformed=on_malformed)
         DeltaStream.__init__(
             self,
             parser,

@@ -17,7 +17,18 @@ try:
 except ImportError:  # pragma: no cover - a dependency; without it, json decodes everything
     _fast_loads = None
 
-__all__ = ["MISS", "json_or_miss", "loads"]
+__all__ = ["MISS", "TooDeep", "json_or_miss", "loads"]
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than Python's json decoder goes (its ``RecursionError``): valid
+    JSON that has no Python value here, so the region that holds it is malformed."""
+
+
+_TOO_DEEP = (
+    "json: the value is nested deeper than Python's json decoder goes (it raised RecursionError); "
+    "the region is malformed"
+)
 
 #: what ``json_or_miss`` returns for text that is not one JSON document
 MISS = object()
@@ -43,7 +54,11 @@ def json_or_miss(text: str) -> Any:
     The same steps as ``json.loads`` on a str (BOM check, leading whitespace, one
     value, trailing whitespace, nothing after it), without building the exception
     for text that is not JSON (model output often is not: a SQL query, a date).
-    Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads``.
+    Errors other than ``JSONDecodeError`` propagate, as they do from ``json.loads`` (an
+    integer past Python's int string-conversion limit: its ``ValueError``), except
+    nesting too deep for json's recursive decoder: a ``ValueError`` (``TooDeep``) where
+    ``json.loads`` raises ``RecursionError``, so that such a region is malformed like any
+    other value json cannot decode, not an error that escapes the parser.
     """
     if not text:
         return MISS
@@ -75,13 +90,16 @@ def json_or_miss(text: str) -> Any:
         return MISS
     except json.JSONDecodeError:
         return MISS
+    except RecursionError:
+        raise TooDeep(_TOO_DEEP) from None
     if end != len(text) and _JSON_WS(text, end).end() != len(text):
         return MISS
     return value
 
 
 def loads(text: str) -> Any:
-    """``json.loads(text)``: the same value, or the same error (json's own, raised by it)."""
+    """``json.loads(text)``: the same value, or the same error (json's own, raised by it;
+    ``TooDeep`` for its ``RecursionError``, see ``json_or_miss``)."""
     value = json_or_miss(text) if type(text) is str else MISS
     return json.loads(text) if value is MISS else value
 

@@ -137,6 +137,7 @@ cdef class _Call:
     cdef public bint complete
     cdef public list hold
     cdef public str hold_key
+    cdef public bint dropped
 
 
 @cython.final
@@ -218,7 +219,7 @@ cdef class DeltaStream:
     @cython.locals(text=str, field=TextField, region=_Region, scanner=JsonScanner, call=_Call)
     cdef list _chunk(self, list events, name)
     cdef list _single(self, list events, dict delta)
-    @cython.locals(text=str, field=TextField, region=_Region)
+    @cython.locals(text=str, field=TextField, region=_Region, call=_Call)
     cdef _events(self, list events, name)
     cdef _text_chunk(self, TextField field, str text)
     @cython.locals(plan=Plan, region=_Region, call=_Call)

@@ -36,7 +36,11 @@ from json.encoder import c_make_encoder, encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from .content import make_parser
+from .decode import MISS
+from .decode import loads as _decode
 from .tools import ToolTypes, coerce_value, schema_types
+
+from .base import _plain_str
 
 if TYPE_CHECKING:
     from .base import ParserBase
@@ -47,6 +51,11 @@ _ID_ALPHABET = string.ascii_letters + string.digits
 #: the JSON types tool typing turns a string into (runtime/tools.py casts only these)
 _CASTABLE = frozenset({"integer", "number", "boolean", "null", "object", "array"})
 _FINISHED = "DeltaParser: already finished; create a new one for the next generation"
+_FAILED = (
+    "DeltaParser: an earlier feed() or finish() raised (with on_malformed=\"raise\", a malformed region "
+    "raises), so this stream cannot go on: create a new DeltaParser for the generation "
+    "(on_malformed=\"event\" goes on past a malformed region)"
+)
 # Pieces of a growing text (the argument text sent, an xml body) are merged once this many
 # accumulate, as the parser base merges a region's body (runtime/base.py, _MERGE_PARTS).
 _MERGE_PARTS = 64
@@ -110,22 +119,107 @@ def _not_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-#: ``json.dumps(value, ensure_ascii=False)`` through json's C encoder, made once (what
-#: ``JSONEncoder.encode`` makes per call, less its check for circular references: the
-#: values written here are decoded JSON and typed arguments, never circular)
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)`` through json's C encoder,
+#: made once (what ``JSONEncoder.encode`` makes per call, less its check for circular
+#: references: the values written here are decoded JSON and typed arguments, never circular)
 _ITERENCODE = (
-    c_make_encoder(None, _not_json, encode_basestring, None, ": ", ", ", False, False, True) if c_make_encoder else None
+    c_make_encoder(None, _not_json, encode_basestring, None, ": ", ", ", False, False, False) if c_make_encoder else None
 )
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+#: how a float that JSON has no number for is written (see _strict_dumps)
+_NOT_FINITE = {math.inf: "1e999", -math.inf: "-1e999"}
+
+
+class _End:
+    """The end of a container's items (see _strict_dumps)."""
+
+
+_END = _End()
 
 
 def _dumps(value: Any) -> str:
-    """The canonical JSON text of ``value``: what every argument fragment is cut from."""
+    """The canonical JSON text of ``value``: what every argument fragment is cut from.
+
+    Strict JSON, always (a client's ``json.loads`` under strict JSON takes it): what json
+    writes, but where json would write ``Infinity``, ``-Infinity`` or ``NaN`` (text that
+    is not JSON), or would recurse too deep: see ``_strict_dumps``."""
     if type(value) is str:
         return encode_basestring(value)
-    if _ITERENCODE is None:
-        return _ENCODE(value)
-    return "".join(_ITERENCODE(value, 0))
+    try:
+        if _ITERENCODE is None:
+            return _ENCODE(value)
+        return "".join(_ITERENCODE(value, 0))
+    except (ValueError, RecursionError):
+        return _strict_dumps(value)
+
+
+def _scalar_text(value: Any) -> str:
+    """A JSON scalar's text, as json writes it, strict (see _strict_dumps)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "null"
+        return _NOT_FINITE.get(value) or float.__repr__(value)
+    return _not_json(value)
+
+
+def _strict_dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` without recursion, and strict JSON: an
+    infinity as ``1e999`` / ``-1e999`` (a JSON number that decodes to it: what a model
+    writes as ``1e400``, or as ``Infinity``, which is not JSON) and NaN as ``null`` (JSON has
+    no NaN; ``null`` is what JavaScript's ``JSON.stringify`` and orjson write for it). The
+    path _dumps takes when json's encoder refuses a value (a non-finite float) or recurses
+    past its limit (nesting a few thousand deep); a circular value is a ValueError, as
+    json's."""
+    out: list[str] = []
+    stack: list[tuple[Any, bool, int]] = []  # the open containers: their items, is it a dict, id
+    path: set[int] = set()
+    item = value
+    while True:
+        is_dict = isinstance(item, dict)
+        if is_dict or isinstance(item, (list, tuple)):
+            if not item:
+                out.append("{}" if is_dict else "[]")
+            else:
+                if id(item) in path:
+                    raise ValueError("Circular reference detected")
+                path.add(id(item))
+                out.append("{" if is_dict else "[")
+                stack.append((iter(item.items()) if is_dict else iter(item), is_dict, id(item)))
+        else:
+            out.append(_scalar_text(item))
+        while stack:
+            items, in_dict, ident = stack[-1]
+            entry = next(items, _END)
+            if entry is _END:
+                stack.pop()
+                path.discard(ident)
+                out.append("}" if in_dict else "]")
+                continue
+            separator = "" if out[-1] == "{" or out[-1] == "[" else ", "
+            if in_dict:
+                key, item = entry
+                if not isinstance(key, str):  # (decoded JSON has none: as json writes them)
+                    if key is not None and not isinstance(key, (bool, int, float)):
+                        raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+                    key = json.dumps(key)
+                out.append(separator + encode_basestring(key) + ": ")
+            else:
+                item = entry
+                if separator:
+                    out.append(separator)
+            break
+        else:
+            return "".join(out)
 
 
 #: reads one JSON value at an index, as ``json.loads`` reads it (its C scanner)
@@ -134,8 +228,20 @@ _SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())
 
 def _loads(text: str) -> Any:
     """The value of ``text``, canonical JSON text the scanner wrote (no whitespace around
-    it): ``json.loads`` without its Python-level wrapper."""
-    return _SCAN_ONCE(text, 0)[0]
+    it): ``json.loads`` without its Python-level wrapper; ``MISS`` where Python has no value
+    for it (nesting deeper than both json and orjson go, an integer past the int
+    string-conversion limit), which the parser's value of the region settles (the region
+    is malformed: runtime/decode.py)."""
+    try:
+        return _SCAN_ONCE(text, 0)[0]
+    except RecursionError:
+        pass  # orjson goes deeper (1024 levels)
+    except ValueError:
+        return MISS
+    try:
+        return _decode(text)
+    except ValueError:
+        return MISS
 
 
 def arguments_text(function: Any) -> str:
@@ -823,7 +929,7 @@ class JsonScanner:
 class _Call:
     """One tool call of the stream: its index, what is known of it, what was sent."""
 
-    __slots__ = ("index", "name", "id", "sent", "sent_text", "pending", "off", "complete", "hold", "hold_key")
+    __slots__ = ("index", "name", "id", "sent", "sent_text", "pending", "off", "complete", "hold", "hold_key", "dropped")
 
     def __init__(self, index: int):
         self.index = index
@@ -838,6 +944,7 @@ class _Call:
         self.complete = False  # the arguments were sent whole (as the model wrote them)
         self.hold: list[str] | None = None  # an argument typing may change, being read
         self.hold_key = ""
+        self.dropped = False  # its region was malformed: the message leaves it out
 
 
 class _Out:
@@ -1079,10 +1186,16 @@ class DeltaStream:
     def feed(self, text: str) -> list[dict]:
         """Add generated text; return the deltas it completes."""
         if self._finished:
-            raise RuntimeError(_FINISHED)
+            raise RuntimeError(_FINISHED if self.message is not None else _FAILED)
         parser = self._parser
+        if type(text) is not str:
+            text = "" if text is None else _plain_str(text, "text")  # (checked before the stream is at stake)
         name = parser._name  # the field of the region a bare chunk goes to, unless one opens
+        # while the parser reads the text the stream counts as finished (without a message:
+        # failed), so that if it raises (a malformed region) nothing more is taken
+        self._finished = True
         events = parser.feed(text)
+        self._finished = False
         if self._spans:
             self.events = events
         if self._first:
@@ -1099,12 +1212,17 @@ class DeltaStream:
         cut (a token limit), the reason is ``"length"``; otherwise ``"tool_calls"`` when
         the message has calls, else ``"stop"``."""
         if self._finished:
-            raise RuntimeError(_FINISHED)
-        name = self._parser._name
-        message, events = self._parser.finalize()
+            raise RuntimeError(_FINISHED if self.message is not None else _FAILED)
+        self._finished = True  # (without a message: failed, if finalize raises)
+        parser = self._parser
+        name = parser._name
+        if length:
+            # the output was cut: a region it cuts short that fails to parse (a call's JSON
+            # cut mid-way) is malformed, as with on_malformed="event": the stream ends
+            parser._lenient = True
+        message, events = parser.finalize()
         if self._spans:
             self.events = events
-        self._finished = True
         self._events(events, name)
         self.message = message
         if length:
@@ -1118,8 +1236,17 @@ class DeltaStream:
         return self._out.take(None), reason
 
     def sent_ids(self) -> list[str | None]:
-        """The id the stream gave each call so far (None: not given yet)."""
-        return [call.id for call in self._calls]
+        """The id the stream gave each call of the message so far (None: not given yet),
+        in the message's order: a call of a malformed region, which the message leaves
+        out, is not among them."""
+        return [call.id for call in self._calls if not call.dropped]
+
+    @property
+    def errors(self) -> list[dict]:
+        """The region_malformed events so far (``field``, ``error``, ``text``): the regions
+        left out of the message (with ``on_malformed="event"``, or cut by
+        ``finish(length=True)``)."""
+        return list(self._parser._errors)
 
     def new_id(self) -> str:
         """The next random call id (``id_seed``'s sequence, which the stream's ids take too)."""
@@ -1223,7 +1350,10 @@ class DeltaStream:
                 elif kind == "region_close":
                     self._call_close(event["value"])
                 elif self._region is not None:
-                    # region_malformed (on_malformed="event"): nothing more of these calls
+                    # region_malformed (on_malformed="event", or a cut): nothing more of
+                    # these calls, which the message leaves out
+                    for call in self._region.calls:
+                        call.dropped = True
                     self._region.part()
                     self._region = None
                 continue
@@ -1396,7 +1526,11 @@ class DeltaStream:
             if not odd and (first == "{" or self._typing(call, call.hold_key) < 2):
                 self._write(call, held)
                 return
-        self._write(call, _dumps(self._typed_value(call, call.hold_key, _loads(held))))
+        value = _loads(held)
+        if value is MISS:
+            call.off = True  # the region's close settles the call: its value, or malformed
+            return
+        self._write(call, _dumps(self._typed_value(call, call.hold_key, value)))
 
     def _call_close(self, value: Any) -> None:
         """A tool-call region closed with ``value``: settle its calls against it."""
@@ -1590,7 +1724,8 @@ class _CallsHandler(_Router):
             self.flush()
             value = _loads("".join(self.parts))
             self.parts = None
-            self.parser._learn(call, "member", {self.member: value})
+            if value is not MISS:
+                self.parser._learn(call, "member", {self.member: value})
         elif depth == self.top:
             self.flush()
             self.parser._maybe_start(call, True)  # the object is complete: no id will come
