@@ -70,11 +70,18 @@ class _ArgumentParser(argparse.ArgumentParser):
         sys.exit(_error(f"{message} (see {self.prog} --help)"))
 
 
+def _template_arg(spec: str) -> str | Path:
+    """The TEMPLATE argument as the library takes it. The command line's rule adds one case
+    to the library's: a name of an existing file is that file (``respc parse qwen3 ...``
+    in a folder holding a file ``qwen3`` reads it), since a shell user names files bare."""
+    return Path(spec) if os.path.isfile(spec) else spec
+
+
 def _template_dict(spec: str) -> dict:
     """The template ``spec`` names (a path or a bundled name), as a dict."""
     from .api import CompiledTemplate, resolve_template
 
-    template = resolve_template(spec)
+    template = resolve_template(_template_arg(spec))
     return template.template if isinstance(template, CompiledTemplate) else template
 
 
@@ -289,7 +296,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     from .api import compile_template
 
-    old, new = compile_template(args.old), compile_template(args.new)  # paths or bundled names
+    old, new = compile_template(_template_arg(args.old)), compile_template(_template_arg(args.new))
     changed_code = old.hash != new.hash
     if changed_code:
         sys.stdout.writelines(
@@ -337,7 +344,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         raise UserError(PREFIX_REQUIRED)
     _one_stdin(("the model output", args.input), ("--prefix-file", None if args.no_prefix else args.prefix_file),
                ("--tools-file", args.tools_file))
-    compiled = compile_template(args.template)  # a path or a bundled name
+    compiled = compile_template(_template_arg(args.template))  # a path or a bundled name
     text = _read_text(args.input, "model output")
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix")
     tools = _read_tools(args.tools_file) if args.tools_file is not None else None
@@ -707,7 +714,7 @@ def cmd_parse_batch(args: argparse.Namespace) -> int:
     if out.exists() and out.resolve() == path.resolve():
         raise UserError(f"{out}: the output would overwrite the input; write it to another file")
     _one_stdin(("--prefix-file", args.prefix_file), ("--tools-file", args.tools_file))
-    compiled = compile_template(args.template)  # a path or a bundled name
+    compiled = compile_template(_template_arg(args.template))  # a path or a bundled name
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix") if args.prefix_file is not None else None
     tools = _read_tools(args.tools_file) if args.tools_file is not None else None
     settings = {
