@@ -46,7 +46,8 @@ def _tool_list(tools: Iterable[dict | Callable]) -> list[dict | Callable]:
     It must be a list (any iterable) of tool schemas (dicts, as for ``apply_chat_template``)
     and functions. The reference iterates a str or a lone dict as well, and finds no tool in
     its characters or keys: a mistake whose only sign would be arguments left untyped, so it
-    is an error here. Items that are not tools are skipped, as the reference skips them."""
+    is an error here. So is an item that is not a tool (``runtime.tools.tool_types``: the
+    reference skips those)."""
     if type(tools) is list:
         return tools  # (the common case, before the slower ABC check)
     if isinstance(tools, (str, bytes, dict)) or not isinstance(tools, Iterable):
