@@ -9,8 +9,9 @@ one a way a template that parses its author's samples fails on what a model writ
   and a one-shot parse see different ends of the text, they can differ;
 * ``\\w+`` capturing a function name: names with ``-`` or ``.`` (``get-weather``,
   ``functions.get_weather``) do not match;
-* a lazy gap (``.*?`` before more pattern) in a delimiter: a match is not known until its
-  tail arrives, so the stream holds everything after the head until then;
+* a gap in a delimiter, lazy (``.*?``, ``[^>]+?``) or greedy and taking any character
+  (``.*``, ``[\\s\\S]*``), before more pattern (often inside a lookahead): a match is not
+  known until its tail arrives, so the stream holds everything after the head until then;
 * nested quantifiers (``(a+)+``, ``(a|aa)*``): backtracking that can take exponential
   time on text that almost matches;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
@@ -29,7 +30,7 @@ from typing import Any
 
 import regex
 
-from .regexinfo import _unique_group_names, regex_only
+from .regexinfo import _unique_group_names, regex_only, sre_modules
 from .validate import format_path, validate_template
 
 __all__ = ["Finding", "lint"]
@@ -48,8 +49,7 @@ def _parse(pattern: str) -> Any:
     """Python's parse tree of ``pattern``, or None for regex-module-only syntax."""
     if regex_only(pattern):
         return None
-    import re._parser as sre_parse
-
+    sre_parse, _ = sre_modules()
     try:
         return sre_parse.parse(_unique_group_names(pattern), 16)
     except Exception:  # noqa: BLE001
@@ -59,14 +59,15 @@ def _parse(pattern: str) -> Any:
 def _never_matches(tree: Any) -> bool:
     """A sequence none of whose matches can exist: an empty class, ``(?!)``, or a required
     consuming element after ``\\Z`` (or after ``$`` and a required non-newline)."""
-    import re._constants as sre
-
+    _, sre = sre_modules()
     ended = False  # an end-of-text anchor was passed
     for op, arg in tree:
         if op is sre.AT and arg in (sre.AT_END_STRING,):
             ended = True
         elif op is sre.ASSERT_NOT and arg[0] == 1 and not list(arg[1]):
-            return True  # (?!) : the empty negative lookahead
+            return True  # (?!) : the empty negative lookahead (up to Python 3.12)
+        elif op is getattr(sre, "FAILURE", None):
+            return True  # (?!) as Python 3.13 reads it
         elif op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
             if ended:
                 return True
@@ -88,8 +89,7 @@ def _never_matches(tree: Any) -> bool:
 
 def _empty_class(items: Any) -> bool:
     """``[^\\s\\S]`` and the like: a negated class of a category and its complement."""
-    import re._constants as sre
-
+    _, sre = sre_modules()
     negated = any(op is sre.NEGATE for op, _ in items)
     categories = {arg for op, arg in items if op is sre.CATEGORY}
     pairs = (
@@ -103,6 +103,8 @@ def _empty_class(items: Any) -> bool:
 _DOLLAR = regex.compile(r"(?<!\\)(?:\\\\)*\$")
 _NAME_GROUP = regex.compile(r"\(\?P<(?P<group>\w*(?:name|func|fn|tool|function)\w*)>\\w[+*]\)", regex.IGNORECASE)
 _LAZY_GAP = regex.compile(r"(?:\.|\[[^\]]*\]|\\[sSwWdD])[*+]\?(?=.)", regex.DOTALL)
+#: a greedy gap that takes any character (``.*``, ``[\s\S]+``) before more pattern
+_GREEDY_GAP = regex.compile(r"(?<!\\)(?:\\\\)*(?:\.|\[(?:\\s\\S|\\S\\s|\\w\\W|\\W\\w|\\d\\D|\\D\\d)\])[*+](?![?+])(?=.)", regex.DOTALL)
 #: a group with a quantifier or an alternation inside, itself repeated
 _NESTED = regex.compile(r"\((?:\?:|\?P<\w+>)?(?P<body>(?:[^()\\]|\\.)*(?:[*+]|\{\d*,\d*\}|\|)(?:[^()\\]|\\.)*)\)(?:[*+]|\{\d*,\d*\})")
 
@@ -110,8 +112,7 @@ _NESTED = regex.compile(r"\((?:\?:|\?P<\w+>)?(?P<body>(?:[^()\\]|\\.)*(?:[*+]|\{
 def _optional_tail(tree: Any) -> bool:
     """Does a match end with an optional part that needs two or more characters when
     present (``(?:json)?``, ``(?:<end>)*``)?"""
-    import re._constants as sre
-
+    _, sre = sre_modules()
     items = list(tree)
     if not items:
         return False
@@ -162,6 +163,15 @@ def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
                 "has a lazy gap (.*? before more pattern): a match is not known until its tail arrives, so "
                 "the stream holds all text after its head until then; end the delimiter before the gap and "
                 "let the field's content take it",
+            )
+        )
+    elif path != "start_anchor_pattern" and _GREEDY_GAP.search(pattern):
+        out.append(
+            Finding(
+                path,
+                "has a gap (.* before more pattern, as in a lookahead over a whole call list): a match is "
+                "not known until its tail arrives, so the stream holds all text after its head until then; "
+                "end the delimiter before the gap and let the field's content take it",
             )
         )
     if _NESTED.search(pattern):

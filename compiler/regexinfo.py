@@ -549,15 +549,26 @@ def regex_only(pattern: str) -> bool:
     """
     if _NOT_REPEAT_BRACE.search(pattern) or "[:" in pattern:
         return True
-    try:
-        import re._parser as sre_parse  # Python's own regex parser (3.11+)
-    except ImportError:  # pragma: no cover - older Pythons
-        import sre_parse  # type: ignore[no-redef]
+    sre_parse, _ = sre_modules()
     try:
         sre_parse.parse(_unique_group_names(pattern), 16)  # DOTALL, as templates are compiled
     except Exception:  # noqa: BLE001 - re does not read it: regex-module syntax
         return True
     return False
+
+
+def sre_modules() -> tuple[Any, Any]:
+    """Python's own regex parser and its opcode constants: ``re._parser`` and
+    ``re._constants`` on 3.11+, ``sre_parse`` and ``sre_constants`` on 3.10. Their trees
+    differ between versions in places (3.13 reads ``(?!)`` as ``FAILURE``): code walking
+    them handles each version's form."""
+    try:
+        import re._constants as sre
+        import re._parser as sre_parse
+    except ImportError:  # Python 3.10
+        import sre_constants as sre  # type: ignore[no-redef]
+        import sre_parse  # type: ignore[no-redef]
+    return sre_parse, sre
 
 
 _GROUP_NAME = regex.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
@@ -578,11 +589,7 @@ def _unique_group_names(pattern: str) -> str:
 def _sre_tree(pattern: str) -> tuple[Any, Any] | None:
     """Python's parse tree of ``pattern`` (DOTALL, as templates are compiled) and the module
     of its opcodes, or None when ``re`` cannot read it."""
-    try:
-        import re._parser as sre_parse
-        import re._constants as sre
-    except ImportError:  # pragma: no cover - older Pythons
-        return None
+    sre_parse, sre = sre_modules()
     try:
         return sre_parse.parse(_unique_group_names(pattern), 16), sre
     except Exception:  # noqa: BLE001 - regex-module syntax

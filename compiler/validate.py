@@ -10,6 +10,7 @@ but that looks wrong is a :class:`TemplateWarning`, and compiles.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -338,6 +339,53 @@ def _check_transform_strings(value: Any, parts: tuple) -> None:
         )
 
 
+#: what the parsers that always give a str, a number or a bool give (nothing to index into)
+_SCALAR_PARSERS = {"text": "a str", "int": "an int", "float": "a float", "bool": "a bool"}
+#: the keys of every item a python-call-list parser gives (what transform_each unpacks)
+_CALL_ITEM_KEYS = {"name": "a str", "arguments": None}
+
+
+def _placeholders(value: Any, parts: tuple) -> Iterator[tuple[tuple, str]]:
+    """Every whole-string placeholder of a transform: its path and its dotted name."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _placeholders(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _placeholders(item, (*parts, index))
+    elif isinstance(value, str):
+        whole = PLACEHOLDER.fullmatch(value)
+        if whole:
+            yield parts, whole.group(1)
+
+
+def _placeholder_findings(transform: Any, parts: tuple, groups: set, content: str, each: bool, out: list) -> None:
+    """Placeholders that no region can ever fill: the reference accepts the template, and
+    every region of the field then fails to parse (KeyError, or ValueError for a dotted path
+    into a str). The scope of a transform is the field's named groups (captures, always
+    strs) and ``content``; with ``transform_each``, the groups and each item's keys instead,
+    which only the ``python-call-list`` parser fixes (``name``, ``arguments``). A name that
+    the parsed content may hold is never a finding."""
+    if each:
+        if content != "python-call-list":
+            return  # an item of another parser may hold any key
+        scope = {name: "a str (a capture)" for name in groups} | _CALL_ITEM_KEYS
+        filled = "with transform_each, each item's keys (python-call-list: name, arguments) and the named groups"
+    else:
+        scope = {name: "a str (a capture)" for name in groups} | {"content": _SCALAR_PARSERS.get(content)}
+        filled = "'content' and the named groups of open_pattern/close_pattern"
+    for where, path in _placeholders(transform, parts):
+        root, *keys = path.split(".")
+        if root not in scope:
+            available = ", ".join(sorted(scope))
+            out.append((where, f"placeholder {{{path}}} can never be filled: {root!r} is not in its scope ({filled}: "
+                        f"{available}); the reference accepts the template, but every region of this field fails to "
+                        "parse (KeyError); use one of those names, or add a named group (?P<" + root + ">...)"))
+        elif keys and scope[root] is not None:
+            out.append((where, f"placeholder {{{path}}} can never be filled: {root!r} is {scope[root]}, which has no "
+                        f"key {keys[0]!r}; every region of this field fails to parse (ValueError); write {{{root}}}"))
+
+
 def _content_findings(content: str, args: Any, parts: tuple, out: list) -> None:
     """What the reference accepts in ``content_args`` but would ignore, or fail on only when a
     region is parsed: each finding ``(parts, problem)`` goes to ``out``. A field without
@@ -481,6 +529,8 @@ def validate_template(template: Any, *, strict: bool = False) -> list[TemplateWa
             raise _fail((*parts, "transform_each"), "is set but the field has no 'transform' to apply to each item")
         if transform is not None:
             _check_transform_strings(transform, (*parts, "transform"))
+            groups = set(open_re.groupindex if open_re else ()) | set(close_re.groupindex if close_re else ())
+            _placeholder_findings(transform, (*parts, "transform"), groups, content, transform_each, findings)
         else:
             groups = sorted(set(open_re.groupindex if open_re else ()) | set(close_re.groupindex if close_re else ()))
             if groups:

@@ -46,7 +46,8 @@ def _tool_list(tools: Iterable[dict | Callable]) -> list[dict | Callable]:
     It must be a list (any iterable) of tool schemas (dicts, as for ``apply_chat_template``)
     and functions. The reference iterates a str or a lone dict as well, and finds no tool in
     its characters or keys: a mistake whose only sign would be arguments left untyped, so it
-    is an error here. Items that are not tools are skipped, as the reference skips them."""
+    is an error here. So is an item that is not a tool (``runtime.tools.tool_types``: the
+    reference skips those)."""
     if type(tools) is list:
         return tools  # (the common case, before the slower ABC check)
     if isinstance(tools, (str, bytes, dict)) or not isinstance(tools, Iterable):
@@ -356,22 +357,24 @@ def compile_template(
 
 
 def resolve_template(ref: str | os.PathLike) -> dict | CompiledTemplate:
-    """A template named by a string: a path when it names an existing file, ends in
-    ``.json`` or holds a path separator (read as a template JSON or a tokenizer_config.json);
-    otherwise the bundled template of that name (``-``, ``.`` and ``_`` alike). An unknown
-    name is a TemplateError that lists the close matches."""
+    """A template named by a string: a path when it is an ``os.PathLike``, ends in ``.json``
+    or holds a path separator (read as a template JSON or a tokenizer_config.json);
+    otherwise the bundled template of that name (``-``, ``.`` and ``_`` alike), whatever
+    files the working directory holds (a file there never stands in for a bundled name).
+    An unknown name is a TemplateError that lists the close matches and says how to pass
+    a path."""
     text = os.fspath(ref)
     if not isinstance(text, str):
         raise TypeError(f"a template path must be a str, got {type(text).__name__}")
-    if (
-        isinstance(ref, os.PathLike)
-        or os.path.isfile(text)
-        or text.endswith(".json")
-        or os.sep in text
-        or (os.altsep is not None and os.altsep in text)
-    ):
+    if isinstance(ref, os.PathLike) or is_template_path(text):
         return load_template_file(text)
     return load(text)
+
+
+def is_template_path(text: str) -> bool:
+    """Whether the string ``text`` names a template file rather than a bundled template:
+    it ends in ``.json`` or holds a path separator (no file system access)."""
+    return text.endswith(".json") or os.sep in text or (os.altsep is not None and os.altsep in text)
 
 
 def _ident(name: str) -> str:
@@ -453,7 +456,9 @@ def load(name: str) -> CompiledTemplate:
         raise UnknownTemplate(
             str(name),
             f"no bundled template of this name; {hint}the bundled ones are listed by `respc list` "
-            f"({len(names)}); pass a path to a template JSON file for any other",
+            f"({len(names)}); for a template file pass its path (a pathlib.Path, or a str ending in "
+            f"'.json' or holding a path separator: {os.path.join('.', str(name))!r}); a bare name is "
+            "only ever a bundled name",
         )
     compiled = _bundled(names[ident])
     if compiled is None:  # no generated module (or one from another respc version): compile the JSON

@@ -70,11 +70,18 @@ class _ArgumentParser(argparse.ArgumentParser):
         sys.exit(_error(f"{message} (see {self.prog} --help)"))
 
 
+def _template_arg(spec: str) -> str | Path:
+    """The TEMPLATE argument as the library takes it. The command line's rule adds one case
+    to the library's: a name of an existing file is that file (``respc parse qwen3 ...``
+    in a folder holding a file ``qwen3`` reads it), since a shell user names files bare."""
+    return Path(spec) if os.path.isfile(spec) else spec
+
+
 def _template_dict(spec: str) -> dict:
     """The template ``spec`` names (a path or a bundled name), as a dict."""
     from .api import CompiledTemplate, resolve_template
 
-    template = resolve_template(spec)
+    template = resolve_template(_template_arg(spec))
     return template.template if isinstance(template, CompiledTemplate) else template
 
 
@@ -289,7 +296,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     from .api import compile_template
 
-    old, new = compile_template(args.old), compile_template(args.new)  # paths or bundled names
+    old, new = compile_template(_template_arg(args.old)), compile_template(_template_arg(args.new))
     changed_code = old.hash != new.hash
     if changed_code:
         sys.stdout.writelines(
@@ -337,7 +344,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         raise UserError(PREFIX_REQUIRED)
     _one_stdin(("the model output", args.input), ("--prefix-file", None if args.no_prefix else args.prefix_file),
                ("--tools-file", args.tools_file))
-    compiled = compile_template(args.template)  # a path or a bundled name
+    compiled = compile_template(_template_arg(args.template))  # a path or a bundled name
     text = _read_text(args.input, "model output")
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix")
     tools = _read_tools(args.tools_file) if args.tools_file is not None else None
@@ -495,37 +502,66 @@ class _BatchJob:
 
 
 def _missing_column(where: str, column: str, has: Iterable[str], option: str) -> UserError:
+    return UserError(f"{where}: {_no_column(column, has, option)}")
+
+
+def _no_column(column: str, has: Iterable[str], option: str) -> str:
     shown = ", ".join(repr(name) for name in has) or "none"
-    return UserError(f"{where}: no {column!r} column (it has: {shown}); name the column with {option}")
+    return f"no {column!r} column (it has: {shown}); name the column with {option}"
 
 
-def _jsonl_rows(path: Path, offset: int, line: int, block_rows: int) -> Iterator[tuple[list[dict], list[int], int]]:
+def _taken_column(where: str, column: str, option: str) -> UserError:
+    """An input that already has a column parse-batch would write (it is never replaced
+    unnoticed)."""
+    return UserError(
+        f"{where}: the input already has a {column!r} column, which {option} would replace; name another "
+        f"column with {option}, or pass --overwrite to replace it"
+    )
+
+
+class _BadLine:
+    """A line of a .jsonl input that is no row (not UTF-8, not JSON, not an object), kept
+    with --errors collect: the output gets a row holding only the message (null) and this
+    error, in its place."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str):
+        self.error = error
+
+
+def _jsonl_rows(
+    path: Path, offset: int, line: int, block_rows: int, collect: bool = False
+) -> Iterator[tuple[list[dict | _BadLine], list[int], int]]:
     """Blocks of ``(rows, their line numbers, the input offset after them)`` of a JSON
-    lines file, from byte ``offset`` (after ``line`` lines). Blank lines are no rows."""
+    lines file, from byte ``offset`` (after ``line`` lines). Blank lines are no rows. A line
+    that is not a row is a UserError naming it, or with ``collect`` a :class:`_BadLine`."""
     with path.open("rb") as file:
         file.seek(offset)
-        rows: list[dict] = []
+        rows: list[dict | _BadLine] = []
         lines: list[int] = []
         for raw in file:
             offset += len(raw)
             line += 1
             if not raw.strip():
                 continue
+            row: Any = None
             try:
                 row = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
-                raise UserError(
-                    f"{path}:{line}: not valid UTF-8 at byte {exc.start} of the line ({exc.reason})"
-                ) from None
+                problem = "UnicodeDecodeError", f"not valid UTF-8 at byte {exc.start} of the line ({exc.reason})"
             except json.JSONDecodeError as exc:
-                raise UserError(
-                    f"{path}:{line}: not valid JSON ({exc.msg}, column {exc.colno}); each line of a .jsonl file "
-                    "is one JSON object"
-                ) from None
+                problem = "JSONDecodeError", (
+                    f"not valid JSON ({exc.msg}, column {exc.colno}); each line of a .jsonl file is one JSON object"
+                )
             except RecursionError:
-                raise UserError(f"{path}:{line}: nested too deeply to read as JSON") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}:{line}: a row is a JSON object, got {_JSON_TYPES[type(row)]}")
+                problem = "RecursionError", "nested too deeply to read as JSON"
+            else:
+                problem = None if isinstance(row, dict) else ("TypeError", f"a row is a JSON object, got {_JSON_TYPES[type(row)]}")
+            if problem is not None:
+                if not collect:
+                    raise UserError(f"{path}:{line}: {problem[1]}")
+                row = _BadLine(f"{problem[0]}: {problem[1]}")
             rows.append(row)
             lines.append(line)
             if len(rows) == block_rows:
@@ -535,24 +571,29 @@ def _jsonl_rows(path: Path, offset: int, line: int, block_rows: int) -> Iterator
             yield rows, lines, offset
 
 
-def _count_lines(path: Path) -> int:
-    """How many lines ``path`` has (a last one without a newline counts), read in chunks."""
+def _count_rows(path: Path) -> int:
+    """How many rows ``path`` has: its lines that are not blank (a last one without a
+    newline counts), which are the rows parse-batch parses."""
     count = 0
-    last = b"\n"
     with path.open("rb") as file:
-        while chunk := file.read(1 << 20):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    return count + (last != b"\n")
+        for raw in file:
+            if not raw.isspace():
+                count += 1
+    return count
 
 
 def _run_jsonl(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done: dict | None, bar: _Bar) -> dict:
     """parse-batch on a .jsonl file: each row gets the message as a JSON value under
     --output-column; OUT grows by a block at a time, cut back to the last block recorded
-    when a run resumes. The progress bar counts lines (blank ones are no rows)."""
+    when a run resumes. The progress bar counts rows (blank lines are none). With --errors
+    collect, a row without the text (or prefix) column and a line that is no row are
+    error rows like a row that fails to parse."""
     args = job.args
     done = done or {"rows": 0, "errors": 0, "lines": 0, "input_offset": 0, "output_size": 0}
-    bar.start(_count_lines(path) if bar.enabled else 0, done["lines"], done["errors"])
+    bar.start(_count_rows(path) if bar.enabled else 0, done["rows"], done["errors"])
+    taken = [(args.output_column, "--output-column")]
+    if job.collect:
+        taken.append((args.error_column, "--error-column"))
     mode = "r+b" if done["output_size"] else "wb"
     try:
         file = out.open(mode)
@@ -561,20 +602,43 @@ def _run_jsonl(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done: d
     with file:
         file.truncate(done["output_size"])
         file.seek(done["output_size"])
-        for rows, lines, offset in _jsonl_rows(path, done["input_offset"], done["lines"], args.block_rows):
+        blocks = _jsonl_rows(path, done["input_offset"], done["lines"], args.block_rows, job.collect)
+        for rows, lines, offset in blocks:
             texts = []
             prefixes = [] if args.prefix_column is not None else None
-            for row, line in zip(rows, lines):
-                if args.text_column not in row:
-                    raise _missing_column(f"{path}:{line}", args.text_column, row, "--text-column")
+            parsed: list[int] = []  # the index in the block of each row parsed
+            errors: list[str | None] = [None] * len(rows)
+            for index, (row, line) in enumerate(zip(rows, lines)):
+                if isinstance(row, _BadLine):
+                    errors[index] = row.error
+                    continue
+                if not args.overwrite:
+                    for column, option in taken:
+                        if column in row:
+                            raise _taken_column(f"{path}:{line}", column, option)
+                missing = [
+                    (column, option)
+                    for column, option in ((args.text_column, "--text-column"), (args.prefix_column, "--prefix-column"))
+                    if column is not None and column not in row
+                ]
+                if missing:
+                    if not job.collect:
+                        raise _missing_column(f"{path}:{line}", missing[0][0], row, missing[0][1])
+                    errors[index] = f"KeyError: {_no_column(missing[0][0], row, missing[0][1])}"
+                    continue
+                parsed.append(index)
                 texts.append(row[args.text_column])
                 if prefixes is not None:
-                    if args.prefix_column not in row:
-                        raise _missing_column(f"{path}:{line}", args.prefix_column, row, "--prefix-column")
                     prefixes.append(row[args.prefix_column])
-            messages, errors = job.parse(texts, prefixes, lambda index: f"{path}:{lines[index]}")
+            messages: list = [None] * len(rows)
+            if parsed:
+                found, found_errors = job.parse(texts, prefixes, lambda i: f"{path}:{lines[parsed[i]]}")
+                for index, message, error in zip(parsed, found, found_errors):
+                    messages[index], errors[index] = message, error
             chunk = []
             for row, message, error in zip(rows, messages, errors):
+                if isinstance(row, _BadLine):
+                    row = {}
                 row[args.output_column] = message
                 if job.collect:
                     row[args.error_column] = error
@@ -592,7 +656,7 @@ def _run_jsonl(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done: d
                 "output_size": file.tell(),
             }
             sidecar.save(done)
-            bar.update(done["lines"], done["errors"])
+            bar.update(done["rows"], done["errors"])
     return done
 
 
@@ -640,6 +704,10 @@ def _run_parquet(job: _BatchJob, path: Path, out: Path, sidecar: _Sidecar, done:
             if column is not None and column not in schema.names:
                 raise _missing_column(str(path), column, schema.names, option)
         added = [args.output_column] + ([args.error_column] if job.collect else [])
+        if not args.overwrite:
+            for name, option in zip(added, ("--output-column", "--error-column")):
+                if name in schema.names:
+                    raise _taken_column(str(path), name, option)
         for name in added:
             field = pa.field(name, pa.string())
             index = schema.get_field_index(name)
@@ -707,12 +775,12 @@ def cmd_parse_batch(args: argparse.Namespace) -> int:
     if out.exists() and out.resolve() == path.resolve():
         raise UserError(f"{out}: the output would overwrite the input; write it to another file")
     _one_stdin(("--prefix-file", args.prefix_file), ("--tools-file", args.tools_file))
-    compiled = compile_template(args.template)  # a path or a bundled name
+    compiled = compile_template(_template_arg(args.template))  # a path or a bundled name
     prefix = "" if args.no_prefix else _read_text(args.prefix_file, "prefix") if args.prefix_file is not None else None
     tools = _read_tools(args.tools_file) if args.tools_file is not None else None
     settings = {
         key: getattr(args, key)
-        for key in ("text_column", "prefix_column", "output_column", "error_column", "errors", "block_rows")
+        for key in ("text_column", "prefix_column", "output_column", "error_column", "errors", "block_rows", "overwrite")
     }
     settings["prefix"] = prefix
     settings["tools"] = tools
@@ -900,11 +968,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--errors", choices=("raise", "collect"), default="raise",
         help="raise: stop at the first row that fails (default); collect: that row's message is null, "
-        "the --error-column holds 'Type: message', and the rest go on",
+        "the --error-column holds 'Type: message', and the rest go on (a .jsonl row without the text "
+        "column, or a line that is not UTF-8, JSON or an object, is such a row too)",
     )
     p.add_argument(
         "--error-column", default="error", metavar="C",
         help="the column for errors with --errors collect (default: error)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an --output-column (or --error-column) the input already has (without it, such a column "
+        "is an error)",
     )
     p.add_argument(
         "--block-rows", type=int, default=BLOCK_ROWS, metavar="N", help=f"rows per block (default {BLOCK_ROWS:,})"

@@ -6,8 +6,9 @@ known, string arguments are cast to the type their schema declares (``"7"`` ->
 that does not fit any declared type is left as it is.
 
 ``tools`` are OpenAI-style dicts (``{"type": "function", "function": {...}}`` or
-the bare function dict) or Python functions, whose type hints are read here
-directly (no docstring is needed: only the types matter for casting).
+the bare function dict), Anthropic-style dicts (``{"name", "input_schema"}``) or Python
+functions, whose type hints are read here directly (no docstring is needed: only the
+types matter for casting). Anything else is an error naming its index.
 """
 
 from __future__ import annotations
@@ -177,8 +178,35 @@ def _function_properties(func: Callable) -> dict:
     return properties
 
 
+_SHAPES = (
+    'an OpenAI tool {"type": "function", "function": {"name": ..., "parameters": {...}}}, a function dict '
+    '{"name": ..., "parameters": {...}}, an Anthropic tool {"name": ..., "input_schema": {...}}, or a Python function'
+)
+
+
+def _tool_function(tool: Any, index: int) -> dict:
+    """The function dict of the tool dict at ``tools[index]`` (its ``function``, or the dict
+    itself), checked to have a str name; ValueError naming the place otherwise."""
+    fn = tool.get("function", tool)
+    where = f"tools[{index}].function" if "function" in tool else f"tools[{index}]"
+    if not isinstance(fn, dict):
+        raise ValueError(f"{where}: must be a dict holding the function's name and parameters, got {type(fn).__name__}; "
+                         f"a tool is {_SHAPES}")
+    if not isinstance(fn.get("name"), str):
+        found = f"a name of type {type(fn['name']).__name__}" if "name" in fn else f"no name (keys: {', '.join(map(str, fn)) or 'none'})"
+        raise ValueError(f"{where}: a tool needs a str 'name', got {found}; a tool is {_SHAPES}")
+    return fn
+
+
 def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     """Map each tool's name to its parameters' schemas (``properties``).
+
+    A tool is an OpenAI tool dict (``{"type": "function", "function": {...}}``), a function
+    dict (``{"name", "parameters"}``), an Anthropic tool (``{"name", "input_schema"}``,
+    whose ``input_schema`` is read as the parameters) or a Python function or method (read
+    from its type hints). Anything else is an error naming its index (``tools[2]: ...``):
+    TypeError for an item of another type, ValueError for a dict without a str name (the
+    reference skips both, and the arguments would stay untyped without a sign).
 
     Dict tools are referenced, not copied, and a parameter's types are read from its
     schema each time an argument is cast (see ``coerce_value``), as the reference does;
@@ -186,14 +214,20 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     fails at once.
     """
     table: ToolTypes = {}
-    for tool in tools or ():
-        if not isinstance(tool, dict) and (inspect.isfunction(tool) or inspect.ismethod(tool)):
+    for index, tool in enumerate(tools or ()):
+        if isinstance(tool, dict):
+            fn = _tool_function(tool, index)
+        elif inspect.isfunction(tool) or inspect.ismethod(tool):
             table[tool.__name__] = _function_properties(tool)
             continue
-        fn = tool.get("function", tool) if isinstance(tool, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            continue
+        else:
+            what = type(tool).__name__
+            if callable(tool):
+                what = f"a callable {what} that is not a function or method (its types cannot be read)"
+            raise TypeError(f"tools[{index}]: must be a tool dict or a function, got {what}; a tool is {_SHAPES}")
         parameters = fn.get("parameters")
+        if parameters is None and "function" not in tool:
+            parameters = fn.get("input_schema")  # Anthropic's shape
         properties = parameters.get("properties") if isinstance(parameters, dict) else None
         table[fn["name"]] = properties if isinstance(properties, dict) else {}
     return table

@@ -146,16 +146,25 @@ def test_tools_must_be_a_list(tools):
         respc.parse_response(OUTPUT, QWEN3, prefix="", tools=TOOL)
 
 
-def test_items_that_are_not_tools_are_skipped_as_the_reference_does():
-    from transformers.utils.chat_parsing import parse_response as ref_parse
-
-    samples = json.loads((ROOT / "templates" / "samples" / "qwen3-coder.json").read_text(encoding="utf-8"))
-    case = next(c for c in samples["cases"] if c["name"] == "reasoning_tool_call")
-    template = json.loads((ROOT / "templates" / "qwen3-coder.json").read_text(encoding="utf-8"))
-    tools = [42, *samples["tools"], None, "get_weather", {"function": "x"}]
-    got = respc.parse_response(case["output"], template, prefix=case["prefix"], tools=tools)
-    assert got == case["expected"]
-    assert got == ref_parse(case["output"], copy.deepcopy(template), prefix=case["prefix"], tools=tools)
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (42, TypeError, r"tools\[1\]: must be a tool dict or a function, got int"),
+        (None, TypeError, r"tools\[1\]: must be a tool dict or a function, got NoneType"),
+        (print, TypeError, r"tools\[1\]: .*callable builtin_function_or_method that is not a function"),
+        ({"type": "function"}, ValueError, r"tools\[1\]: a tool needs a str 'name', got no name \(keys: type\)"),
+        ({"function": "x"}, ValueError, r"tools\[1\]\.function: must be a dict"),
+        ({"type": "function", "function": {"name": 3}}, ValueError, r"tools\[1\]\.function: .*name of type int"),
+    ],
+)
+def test_an_item_that_is_not_a_tool_is_an_error_naming_its_index(bad, error, message):
+    # the reference skips such items, so the arguments of the tool meant stay untyped with no
+    # sign; every entry point raises instead, naming the item and the shapes a tool may have
+    for call in _tools_calls().values():
+        with pytest.raises(error, match=message):
+            call([TOOL, bad])
+    with pytest.raises(error, match="an Anthropic tool"):
+        respc.parse_response(OUTPUT, QWEN3, prefix="", tools=[TOOL, bad])
 
 
 def test_tools_of_the_right_types_are_taken():

@@ -270,3 +270,74 @@ def test_parquet_error_paths(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", no_pyarrow], capture_output=True, text=True, timeout=120)
     assert_one_line_error(done, "needs pyarrow: pip install pyarrow")
+
+
+def test_collect_makes_rows_that_cannot_be_read_error_rows_and_goes_on(tmp_path):
+    rows = make_rows(6)
+    lines = [json.dumps(row).encode("utf-8") for row in rows]
+    lines[1] = json.dumps({"id": 1, "prompt": rows[1]["prompt"]}).encode("utf-8")  # no text column
+    lines[2] = b'{"id": 2, "text": "\xff"}'  # not UTF-8
+    lines[3] = b'{"id": 3, "text": '  # not JSON
+    lines[4] = b'["not", "an", "object"]'
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out.jsonl"
+    done = respc_cli(
+        "parse-batch", "qwen3", source, "-o", out, "--prefix-column", "prompt", "--errors", "collect",
+        "--block-rows", "4", "--no-progress",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"respc parse-batch: 6 rows, 4 failed -> {out}\n"
+    got = read_jsonl(out)
+    assert len(got) == 6
+    expected = respc.parse_batch([rows[0]["text"], rows[5]["text"]], "qwen3", prefix=[rows[0]["prompt"], rows[5]["prompt"]])
+    assert [got[0]["message"], got[5]["message"]] == expected and got[0]["error"] is None is got[5]["error"]
+    assert got[1]["id"] == 1 and got[1]["message"] is None
+    assert got[1]["error"] == "KeyError: no 'text' column (it has: 'id', 'prompt'); name the column with --text-column"
+    assert got[2] == {"message": None, "error": got[2]["error"]} and got[2]["error"].startswith("UnicodeDecodeError: not valid UTF-8")
+    assert got[3]["message"] is None and got[3]["error"].startswith("JSONDecodeError: not valid JSON")
+    assert got[4] == {"message": None, "error": "TypeError: a row is a JSON object, got an array"}
+
+
+def test_an_existing_output_column_is_an_error_unless_overwrite(tmp_path):
+    rows = [dict(row, message="mine") for row in make_rows(3)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    run = lambda *args: respc_cli("parse-batch", "qwen3", source, "-o", out, "--prefix-column", "prompt", "--no-progress", *args)  # noqa: E731
+    assert_one_line_error(run(), f"{source}:1: the input already has a 'message' column", "--output-column", "--overwrite")
+    assert_one_line_error(
+        run("--output-column", "parsed", "--errors", "collect", "--error-column", "id"),
+        f"{source}:1: the input already has a 'id' column", "--error-column",
+    )
+    done = run("--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert [r["message"] for r in read_jsonl(out)] == respc.parse_batch(
+        [r["text"] for r in rows], "qwen3", prefix=[r["prompt"] for r in rows]
+    )
+    done = run("--output-column", "parsed")
+    assert done.returncode == 0, done.stderr
+    assert [r["message"] for r in read_jsonl(out)] == ["mine"] * 3
+
+
+def test_an_existing_output_column_is_an_error_unless_overwrite_parquet(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [dict(row, message="mine") for row in make_rows(3)]
+    source = write_parquet(tmp_path / "in.parquet", rows)
+    out = tmp_path / "out.parquet"
+    run = lambda *args: respc_cli("parse-batch", "qwen3", source, "-o", out, "--prefix-column", "prompt", "--no-progress", *args)  # noqa: E731
+    assert_one_line_error(run(), f"{source}: the input already has a 'message' column", "--overwrite")
+    done = run("--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert pq.read_table(out).column_names == ["id", "prompt", "text", "score", "message"]
+    assert all(r["message"] != "mine" for r in pq.read_table(out).to_pylist())
+
+
+def test_the_progress_total_counts_rows_not_blank_lines(tmp_path):
+    rows = make_rows(8)
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n\n".join(json.dumps(row) for row in rows) + "\n \n\t\n", encoding="utf-8")
+    done = respc_cli(
+        "parse-batch", "qwen3", source, "-o", tmp_path / "out.jsonl", "--prefix-column", "prompt", "--block-rows", "3",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8/8" in done.stderr and "/17" not in done.stderr, done.stderr

@@ -1,5 +1,6 @@
 """Bundled names work wherever a template is taken: the API's ``template`` argument and every
-CLI command; a string is a path when it names a file, ends in .json or holds a separator."""
+CLI command. In the library a string is a path when it ends in .json or holds a separator
+(a bare name is always a bundled name); the CLI adds the names of existing files."""
 
 from __future__ import annotations
 
@@ -132,3 +133,37 @@ def test_build_check_reads_the_checkout(tmp_path):
     (checkout / "templates" / "qwen3.json").write_text(json.dumps(edited), encoding="utf-8")
     run = _cli("build", "--check", cwd=checkout / "templates")
     assert run.returncode == 1 and "stale" in run.stderr and os.fspath(checkout) in run.stderr
+
+
+def test_a_file_in_the_working_directory_does_not_hijack_a_bundled_name(tmp_path, monkeypatch):
+    # a server's working directory may hold anything: a file named like a bundled template
+    # is never read in its place by the library
+    hostile = {"start_anchor": "<s>", "fields": {"content": {"close": "!"}}}
+    (tmp_path / "qwen3").write_text(json.dumps(hostile), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert respc.parse_response(OUTPUT, "qwen3", prefix=PREFIX) == MESSAGE
+    assert respc.compile_template("qwen3") is respc.load("qwen3")
+    # the file is still read when it is passed as a path
+    assert respc.compile_template(Path("qwen3")).template == hostile
+    assert respc.compile_template(os.path.join(".", "qwen3")).template == hostile
+
+
+def test_unknown_bare_name_that_is_a_file_says_how_to_pass_the_path(tmp_path, monkeypatch):
+    (tmp_path / "mytemplate").write_text((ROOT / "templates" / "qwen3.json").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(respc.TemplateError) as excinfo:
+        respc.compile_template("mytemplate")
+    message = str(excinfo.value)
+    assert message.startswith("mytemplate: no bundled template of this name")
+    assert "pathlib.Path" in message and repr(os.path.join(".", "mytemplate")) in message
+    with pytest.raises(respc.TemplateError, match="did you mean 'qwen3'"):
+        respc.compile_template("qwen4")
+
+
+def test_cli_keeps_reading_an_existing_file_by_its_bare_name(tmp_path):
+    (tmp_path / "mytemplate").write_text((ROOT / "templates" / "qwen3.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "out.txt").write_text(OUTPUT, encoding="utf-8")
+    (tmp_path / "prefix.txt").write_text(PREFIX, encoding="utf-8")
+    run = _cli("parse", "mytemplate", "out.txt", "--prefix-file", "prefix.txt", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == MESSAGE

@@ -474,6 +474,20 @@ def test_function_without_docstring_is_typed_by_hints_respc_only():
     assert_same(message["tool_calls"][0]["function"]["arguments"], {"hour": 7, "ratio": 0.5, "on": True, "maybe": None})
 
 
+def test_anthropic_style_tool_is_typed_by_its_input_schema_respc_only():
+    # respc-only: the reference reads only "parameters", so an Anthropic tool's arguments stay
+    # strings there; respc reads its "input_schema" as the parameters
+    tool = {"name": "set_alarm", "description": "Set an alarm.",
+            "input_schema": {"type": "object", "properties": SET_ALARM_PROPERTIES}}
+    message = respc.parse_response(json_call("set_alarm", SET_ALARM_RAW), copy.deepcopy(JSON_TEMPLATE), prefix="", tools=[tool])
+    assert_same(message["tool_calls"][0]["function"]["arguments"], SET_ALARM_TYPED)
+    # "parameters" wins when a dict has both; an OpenAI tool's function is never read for input_schema
+    both_keys = {**tool, "parameters": {"type": "object", "properties": {}}}
+    assert_same(typed_args(SET_ALARM_RAW, [both_keys], name="set_alarm"), SET_ALARM_RAW)
+    wrapped = {"type": "function", "function": {"name": "set_alarm", "input_schema": tool["input_schema"]}}
+    assert_same(typed_args(SET_ALARM_RAW, [wrapped], name="set_alarm"), SET_ALARM_RAW)
+
+
 # --------------------------------------------------------------------------------------------------
 # what is left untouched
 # --------------------------------------------------------------------------------------------------

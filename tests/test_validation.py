@@ -663,3 +663,58 @@ def test_null_join_is_no_join():
 def test_version_true_or_float_is_version_1():
     for version in (True, 1.0):
         warned(with_top(version=version), "version")
+
+
+# --------------------------------------------------------------------------------------------------
+# transform placeholders that no region can fill (the reference accepts them and fails per region)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, path, words",
+    [
+        (dict(transform={"a": "{nope}"}), "fields.x.transform.a", ["never be filled", "'nope'"]),
+        (dict(transform=["{content}", {"b": "{nope}"}]), "fields.x.transform[1].b", ["never be filled"]),
+        (dict(open=_DROP, open_pattern=r"<x(?P<id> \d+)?>", transform={"a": "{idd}"}), "fields.x.transform.a", ["id"]),
+        (dict(close=_DROP, close_pattern=r"</(?P<tag>x)>", transform={"a": "{tagg}"}), "fields.x.transform.a", ["tag"]),
+        # a dotted path into a str (a text region or a capture) can never be indexed
+        (dict(transform={"a": "{content.args}"}), "fields.x.transform.a", ["a str"]),
+        (dict(open=_DROP, open_pattern=r"<x(?P<id> \d+)?>", transform={"a": "{id.x}"}), "fields.x.transform.a", ["capture"]),
+        (dict(content="int", transform={"a": "{content.v}"}), "fields.x.transform.a", ["an int"]),
+        # transform_each over python-call-list: each item holds exactly name and arguments
+        (dict(content="python-call-list", transform_each=True, transform={"n": "{name}", "c": "{content}"}),
+         "fields.x.transform.c", ["transform_each", "arguments, name"]),
+        (dict(content="python-call-list", transform_each=True, transform={"n": "{name.first}"}),
+         "fields.x.transform.n", ["a str"]),
+    ],
+)
+def test_placeholder_that_can_never_be_filled_is_warned(changes, path, words):
+    warned(with_field(**changes), path, words, texts=("<x>1</x>", "<x 2>[f(a=1)]</x>", "<x>[f(a=1)]</x>"))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(transform={"a": "{content}"}),
+        dict(open=_DROP, open_pattern=r"<x(?P<id> \d+)?>", transform={"a": "{id}", "b": "{content}"}),
+        dict(close=_DROP, close_pattern=r"</x(?P<t>!)?>", transform={"a": "{t}"}),
+        # keys that depend on the parsed content: never refused, never warned
+        dict(content="json", transform={"a": "{content.args.x}"}),
+        dict(content="json", transform_each=True, transform={"a": "{anything}", "b": "{content}"}),
+        dict(content="kv-lines", transform={"a": "{content.key}"}),
+        dict(content="python-call-list", transform_each=True, transform={"n": "{name}", "a": "{arguments.city}"}),
+        dict(open=_DROP, open_pattern=r"<x(?P<id> \d+)?>", content="python-call-list", transform_each=True,
+             transform={"n": "{name}", "i": "{id}"}),
+    ],
+)
+def test_placeholders_that_may_be_filled_are_not_warned(changes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", respc.TemplateWarning)
+        respc.compile_template(with_field(**changes), strict=True)
+
+
+def test_lint_reports_a_placeholder_that_can_never_be_filled():
+    from respc.compiler.lint import lint
+
+    found = [str(f) for f in lint(with_field(transform={"a": "{nope}"}))]
+    assert any(f.startswith("fields.x.transform.a: placeholder {nope}") for f in found), found
