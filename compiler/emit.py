@@ -25,6 +25,7 @@ from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
 from .regexinfo import lazy_group_split, may_backtrack, regex_only, run_splits, word_key_head
 from .validate import PLACEHOLDER
 from ..runtime.scan import REGEX_WS as _REGEX_WS
+from ..runtime.scan import SHORT_BEGINNINGS, beginnings as _scan_beginnings
 
 __all__ = ["literal", "render_module", "format_source"]
 
@@ -231,20 +232,23 @@ def _role(w: Watch) -> str:
 
 
 #: the suffix of a generated regex's name when the pattern may backtrack without bound
-#: (regexinfo.may_backtrack): its calls pass the parser's time bound (``self._timeout``),
-#: which the others do not pay for (a clock read costs the regex module ~1.4 µs a call)
+#: (regexinfo.may_backtrack): its calls go through ``_scan.timed``, under the parser's time
+#: bound and budget, which the others do not pay for (a clock read costs the regex module
+#: ~1.4 µs a call)
 BOUNDED = "_BOUNDED"
 
 
-def _bound(name: str, args: str, timeout: str = "self._timeout") -> str:
-    """``args`` of a call of regex ``name``, with the time bound when it needs one."""
-    return f"{args}, timeout={timeout}" if name.endswith(BOUNDED) else args
+def _call(name: str, callee: str, args: str) -> str:
+    """``callee(args)``, a call that runs regex ``name``: through ``_scan.timed`` (the time
+    bound and the parse's budget) when the regex needs it."""
+    return f"_scan.timed(self, {callee}, {args})" if name.endswith(BOUNDED) else f"{callee}({args})"
 
 
 def _rx(name: str, method: str, args: str) -> str:
     """A call of a compiled regex's ``match``/``search``: partial while streaming, plain at end
     of stream (the ``partial=`` keyword costs the regex module ~0.5 µs a call)."""
-    return f"{name}.{method}({_bound(name, args)}) if eos else {name}.{method}({_bound(name, args)}, partial=True)"
+    callee = f"{name}.{method}"
+    return f"{_call(name, callee, args)} if eos else {_call(name, callee, args + ', partial=True')}"
 
 
 #: characters common in model output: a literal that starts with none of these (``<`` of
@@ -326,7 +330,8 @@ class _ScanWriter(Writer):
         if name is None:
             name = self.beginnings[key] = f"_BEGINNINGS_{len(self.beginnings)}"
         firsts = "".join(sorted({lit[0] for lit in lits}))
-        return f"_scan.tail_in(buf, {lo}, {literal(firsts)}, {name})"
+        long = f", {name}_LONG" if _scan_beginnings(key)[1] else ""
+        return f"_scan.tail_in(buf, {lo}, {literal(firsts)}, {name}{long})"
 
     def find(self, var: str, lit: str, top: str = "lim") -> None:
         """``var = buf.find(lit, pos)``; past the first watch, only up to where an occurrence
@@ -404,7 +409,7 @@ class _ScanWriter(Writer):
             if d.leans:
                 self.line("# a complete match before the end of the buffer may still lean on that end:")
                 self.line("# it commits only if the buffer with one more character gives it again")
-                held = f"if m.partial or (not eos and (e == n or _scan.edge_moves({_bound(name, f'{name}, buf, m')}))):"
+                held = f"if m.partial or (not eos and (e == n or {_call(name, '_scan.edge_moves', f'{name}, buf, m')})):"
             else:
                 held = "if m.partial or (e == n and not eos):"
             with self.block(held):
@@ -446,7 +451,7 @@ class _ScanWriter(Writer):
             self.line(f"# remember the held match once its head {comment_text(d.gap[0])} has matched")
             self.line(
                 f"self._memo[{slot}] = (m.start() + self._off, n + self._off) "
-                f"if {head_name}.match({_bound(head_name, 'buf, m.start()')}) is not None else None"
+                f"if {_call(head_name, head_name + '.match', 'buf, m.start()')} is not None else None"
             )
         with self.block("else:"):
             self.line(f"self._memo[{slot}] = None")
@@ -600,12 +605,14 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
             w.line("lim = n  # where the best candidate starts")
         # literals first (see _ScanWriter); the rest in the tie-break order
         order = sorted(range(len(s.watches)), key=lambda k: (not s.watches[k].delim.is_literal, k))
-        w.tracks_rank = any(later < earlier for i, earlier in enumerate(order) for later in order[i + 1 :])
+        w.tracks_rank = order != sorted(order)  # some watch is written before one it ranks below
         if w.tracks_rank:
             w.line("r = 0  # the best candidate's rank in the tie-break order")
-        for place, k in enumerate(order):
+        highest = -1  # the lowest-ranked watch written so far
+        for k in order:
             w.rank = k
-            w.ranked = any(earlier > k for earlier in order[:place])
+            w.ranked = highest > k
+            highest = max(highest, k)
             w.watch(s.watches[k], s.free)
         if not w.single:
             with w.block("if best is not None and best[0] < hold:"):
@@ -673,7 +680,7 @@ def _end_try(w: Writer, watch: Watch, first: bool, regex_names: dict) -> None:
     match_arg = "m" if d.groups else "None"
     with w.block(f"if buf.startswith({shown}, k):"):
         name = regex_names[d.pattern]
-        w.line(f"m = {name}.match({_bound(name, 'buf, k')})")
+        w.line(f"m = {_call(name, name + '.match', 'buf, k')}")
         test = "m is not None" if first else "m is not None and (best is None or m.end() - k > best[1] - k)"
         with w.block(f"if {test}:"):
             w.line(f"best = (k, m.end(), {watch.action}, {match_arg})")
@@ -764,13 +771,20 @@ def _quiet_state(
         direct, ws_marks = marks
         tables.append({"name": table, "value": f"_scan.quiet_table({literal(marks)})",
                        "comment": f"marks of {'the free state' if s.free else comment_text(s.field.path)}"})
-        held = sorted({lit[:k] for watch in s.watches if watch.delim.kind == "literal"
-                       for lit in watch.delim.literals for k in range(1, len(lit))})
-        if held:
+        short, long = _scan_beginnings(
+            [lit for watch in s.watches if watch.delim.kind == "literal" for lit in watch.delim.literals]
+        )
+        if short:
             name = f"_HELD_{ident.upper()}"
-            tables.append({"name": name, "value": f"frozenset({literal(tuple(held))})",
-                           "comment": "the proper beginnings of the literals watched"})
-            with w.block(f"if x in {name}:"):
+            tables.append({"name": name, "value": f"frozenset({literal(tuple(sorted(short)))})",
+                           "comment": "the proper beginnings of the literals watched"
+                           + (f" (up to {SHORT_BEGINNINGS} characters)" if long else "")})
+            test = f"x in {name}"
+            if long:
+                tables.append({"name": f"{name}_LONG", "value": literal(long),
+                               "comment": "the literals watched with longer beginnings (asked with startswith)"})
+                test += f" or _scan.long_beginning(x, {name}_LONG)"
+            with w.block(f"if {test}:"):
                 w.line("return 0  # a literal is being written from the start of x: the scan holds it all")
         w.line("# nothing can commit unless one of its marks occurs in x")
         w.line(f"cut = _scan.quiet_cut(x, {table})")
@@ -802,15 +816,25 @@ def _anchor_body(anchor: Delimiter, regex_names: dict[str, str]) -> list[str]:
     w = Writer()
     w.line("last = -1")
     # (a prefix is parsed before any parser setting applies: the default time bound)
-    with w.block(f"for m in {name}.finditer({_bound(name, 'prefix', '_scan.REGEX_TIMEOUT')}):"):
+    bound = ", timeout=_scan.REGEX_TIMEOUT" if name.endswith(BOUNDED) else ""
+    with w.block(f"for m in {name}.finditer(prefix{bound}):"):
         w.line("last = m.end()")
     w.line("return prefix if last < 0 else prefix[last:]")
     return w.lines
 
 
 def _has_border(text: str) -> bool:
-    """True when a proper prefix of ``text`` is also a suffix (occurrences may overlap)."""
-    return any(text[:k] == text[-k:] for k in range(1, len(text)))
+    """True when a proper prefix of ``text`` is also a suffix (occurrences may overlap): the
+    longest such border, by the prefix function (linear in the length)."""
+    border = [0] * len(text)
+    k = 0
+    for i in range(1, len(text)):
+        while k and text[i] != text[k]:
+            k = border[k - 1]
+        if text[i] == text[k]:
+            k += 1
+        border[i] = k
+    return bool(text) and border[-1] > 0
 
 
 @lru_cache(maxsize=1)
@@ -928,9 +952,11 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
             {
                 "name": name,
                 "literals": literal(lits),
-                "members": literal(tuple(sorted({lit[:k] for lit in lits for k in range(1, len(lit))}))),
+                "members": literal(tuple(sorted(short))),
+                "long": literal(long) if long else None,
             }
             for lits, name in beginnings.items()
+            for short, long in [_scan_beginnings(lits)]
         ],
         tables=tables,
         finishers=finishers,

@@ -15,7 +15,7 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
-from .regexinfo import Lead, gap_split, is_zero_width, lead, leans_on_end, lookback, regex_only
+from .regexinfo import Lead, gap_split, is_zero_width, lead, leans_on_end, lookback, regex_only, shortest_prefixes
 from .validate import REGEX_FLAGS, content_args_findings, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
@@ -157,7 +157,7 @@ def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter
     firsts = Lead(frozenset(s[0] for s in ordered), False)
     if len(ordered) == 1:
         return Delimiter("literal", key, path, literals=ordered, lead=firsts)
-    extends = any(a != b and a.startswith(b) for a in ordered for b in ordered)
+    extends = len(shortest_prefixes(ordered)) < len(ordered)  # (the literals are distinct)
     return Delimiter("literal_set", key, path, literals=ordered, extends=extends, lead=firsts)
 
 

@@ -209,13 +209,28 @@ def lead(pattern: str) -> Lead | None:
         return None  # keep the whitespace prefix rule simple
     if prefixes is None:
         prefixes = set(firsts)
-    # a prefix that extends another adds nothing: keep the shortest
-    kept = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
+    kept = shortest_prefixes(prefixes)
+    if len(kept) > _MAX_PREFIXES or len(firsts) > _MAX_PREFIXES:
+        return None  # (a scan would look for each: the general search is quicker, and compiles in less)
     return Lead(frozenset(firsts), ws, tuple(kept), ws_required, all_ws, _filters(pattern, kept))
 
 
 #: at most this many long prefixes (alternatives multiply them)
 _MAX_FILTERS = 16
+
+#: at most this many prefixes (and first characters) in a Lead: generated scans look for
+#: each one, so a pattern of more alternatives is left to the regex engine's own search
+_MAX_PREFIXES = 64
+
+
+def shortest_prefixes(texts: set[str] | list[str]) -> list[str]:
+    """``texts`` less every one that extends another (which adds nothing), sorted: in sorted
+    order the texts that extend one come right after it, so one pass finds them."""
+    kept: list[str] = []
+    for text in sorted(set(texts)):
+        if not (kept and text.startswith(kept[-1])):
+            kept.append(text)
+    return kept
 
 
 def _filters(pattern: str, prefixes: list[str]) -> tuple[str, ...]:
@@ -233,8 +248,7 @@ def _filters(pattern: str, prefixes: list[str]) -> tuple[str, ...]:
                 return ()
     except (_Unknown, IndexError):
         return ()
-    # one that extends another adds nothing: keep the shortest
-    found = {f for f in found if not any(g != f and f.startswith(g) for g in found)}
+    found = set(shortest_prefixes(found))
     if not all(any(f.startswith(p) for p in prefixes) for f in found) or found <= set(prefixes):
         return ()
     return tuple(sorted(found))

@@ -22,6 +22,10 @@ import regex
 from ..runtime.content import PARSER_ARGS, PARSER_NAMES
 
 __all__ = [
+    "MAX_DELIMITER_CHARS",
+    "MAX_FIELDS",
+    "MAX_LITERALS",
+    "MAX_TEMPLATE_CHARS",
     "PLACEHOLDER",
     "REGEX_FLAGS",
     "TemplateError",
@@ -154,6 +158,23 @@ _TOKENIZER_KEYS = frozenset(
 MAX_DEPTH = 500
 
 _JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+# Size limits. A template is untrusted input (it ships inside a model repository), and its
+# generated module, the compile's memory and the import's time grow with it: past these,
+# validation refuses it at its path instead of spending minutes and gigabytes compiling it.
+# Each is far above what real templates write (delimiters of under 100 characters, fewer
+# than 20 fields, a few alternatives), and a template at every limit at once still
+# compiles in seconds (bench/compile_size.py). The reference has none of them (a
+# deliberate difference, docs/parity.md).
+#: characters in one delimiter: a literal (each one of a list), a pattern, a start anchor,
+#: an xml-inline tag_pattern
+MAX_DELIMITER_CHARS = 4096
+#: literals in one ``open`` / ``close`` / ``start_anchor`` list
+MAX_LITERALS = 256
+#: fields in a template
+MAX_FIELDS = 128
+#: characters of the whole template as compact JSON (defaults and transforms included)
+MAX_TEMPLATE_CHARS = 1_000_000
 
 
 def check_json_values(value: Any, parts: tuple = ()) -> None:
@@ -296,16 +317,35 @@ def _check_literals(value: Any, parts: tuple, key: str) -> None:
     if isinstance(value, str):
         if not value:
             raise _fail(parts, f"'{key}' literals cannot be empty strings; remove it or use a pattern")
+        _check_size(value, parts, "literal")
         return
     if not isinstance(value, list):
         raise _fail(parts, f"'{key}' must be a string or a list of strings, got {type(value).__name__}")
     if not value:
         raise _fail(parts, f"the '{key}' list must contain at least one literal")
+    if len(value) > MAX_LITERALS:
+        raise _fail(
+            parts,
+            f"has {len(value)} literals, over the limit of {MAX_LITERALS} (MAX_LITERALS) a list may hold; "
+            "real delimiters are a few literals: shorten the list, or use a pattern",
+        )
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise _fail((*parts, index), f"'{key}' lists must contain only strings, got {type(item).__name__}")
         if not item:
             raise _fail((*parts, index), f"'{key}' literals cannot be empty strings; remove it")
+        _check_size(item, (*parts, index), "literal")
+
+
+def _check_size(text: str, parts: tuple, what: str) -> None:
+    """A delimiter (literal or pattern) of at most MAX_DELIMITER_CHARS characters."""
+    if len(text) > MAX_DELIMITER_CHARS:
+        raise _fail(
+            parts,
+            f"this {what} is {len(text)} characters long, over the limit of {MAX_DELIMITER_CHARS} "
+            "(MAX_DELIMITER_CHARS) for one delimiter or pattern; real delimiters are under 100 "
+            "characters: shorten it",
+        )
 
 
 def _check_anchor_pair(spec: dict, parts: tuple, literal_key: str, pattern_key: str, what: str) -> regex.Pattern | None:
@@ -320,6 +360,7 @@ def _check_anchor_pair(spec: dict, parts: tuple, literal_key: str, pattern_key: 
         pattern = spec[pattern_key]
         if not isinstance(pattern, str):
             raise _fail((*parts, pattern_key), f"must be a string (a regex), got {type(pattern).__name__}")
+        _check_size(pattern, (*parts, pattern_key), "pattern")
         return _compile_regex(pattern, (*parts, pattern_key))
     return None
 
@@ -414,6 +455,8 @@ def _content_findings(content: str, args: Any, parts: tuple, out: list) -> None:
             out.append(((*parts, "tag_pattern"), "is required by the 'xml-inline' parser; without it every region "
                         "of this field fails to parse (ValueError)"))
             return
+        if isinstance(args["tag_pattern"], str):
+            _check_size(args["tag_pattern"], (*parts, "tag_pattern"), "pattern")
         try:
             tag = regex.compile(args["tag_pattern"], REGEX_FLAGS)
         except Exception as exc:  # noqa: BLE001
@@ -472,6 +515,14 @@ def validate_template(template: Any, *, strict: bool = False) -> list[TemplateWa
             "template", f"a response template must be a dict (a JSON object), got {type(template).__name__}"
         )
     check_json_values(template)
+    size = len(json.dumps(template, ensure_ascii=False, separators=(",", ":"), allow_nan=True))
+    if size > MAX_TEMPLATE_CHARS:
+        raise TemplateError(
+            "template",
+            f"the template is {size} characters of JSON, over the limit of {MAX_TEMPLATE_CHARS} "
+            "(MAX_TEMPLATE_CHARS); real templates are a few kilobytes: shrink its defaults, transforms "
+            "or delimiters",
+        )
     findings: list[tuple[tuple, str]] = []
     for key in template:
         if key not in _TOP_KEYS:
@@ -486,6 +537,12 @@ def validate_template(template: Any, *, strict: bool = False) -> list[TemplateWa
     fields = template.get("fields")
     if not isinstance(fields, dict) or not fields:
         raise _fail(("fields",), "must be a non-empty dict mapping output keys to field specs")
+    if len(fields) > MAX_FIELDS:
+        raise _fail(
+            ("fields",),
+            f"has {len(fields)} fields, over the limit of {MAX_FIELDS} (MAX_FIELDS); real templates have "
+            "fewer than 20: merge fields, or parse the rest from a field's content",
+        )
     _check_anchor_pair(template, (), "start_anchor", "start_anchor_pattern", "the start anchor")
     if "start_anchor" not in template and "start_anchor_pattern" not in template:
         raise _fail(

@@ -40,7 +40,7 @@ from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
 from .runtime.base import RegexTimeout  # noqa: E402
 from .runtime.loader import CacheWarning  # noqa: E402
-from .runtime.scan import REGEX_TIMEOUT  # noqa: E402
+from .runtime.scan import REGEX_BUDGET, REGEX_TIMEOUT  # noqa: E402
 
 #: True when the runtime runs compiled (built by ``pip install .`` where Cython and a C
 #: compiler are available), False when it runs from its Python sources. Those are what
@@ -57,6 +57,7 @@ __all__ = [
     "__version__",
     "COMPILED_RUNTIME",
     "RUNTIME_INFO",
+    "REGEX_BUDGET",
     "REGEX_TIMEOUT",
     "RegexTimeout",
     "BatchError",

@@ -23,7 +23,7 @@ from .compiler import canonical_json, compile_source, format_source, hash_canoni
 from .compiler.validate import TemplateError, validate_template
 from .runtime import loader
 from .runtime.base import PREFIX_REQUIRED, ParserBase
-from .runtime.scan import REGEX_TIMEOUT
+from .runtime.scan import REGEX_BUDGET, REGEX_TIMEOUT
 
 __all__ = [
     "CompiledTemplate",
@@ -104,6 +104,7 @@ class CompiledTemplate:
         spans: bool = False,
         on_malformed: str = "raise",
         regex_timeout: float | None = REGEX_TIMEOUT,
+        regex_budget: float | None = REGEX_BUDGET,
     ) -> ParserBase:
         """A streaming parser: ``initial_events``, ``feed(text)``, ``finalize()``.
 
@@ -114,8 +115,9 @@ class CompiledTemplate:
         ``region_malformed`` event (``field``, ``error``, ``text``) and parsing goes on;
         the default ``"raise"`` raises the error, as the reference does.
         ``regex_timeout``: seconds one call of a template regex that may backtrack without
-        bound may take (None: no bound); past it the region is malformed (a
-        ``respc.RegexTimeout`` with ``on_malformed="raise"``).
+        bound may take; ``regex_budget``: seconds all such calls of this parser may take
+        together, from the prefix to finalize (None: no bound); past either the region is
+        malformed (a ``respc.RegexTimeout`` with ``on_malformed="raise"``).
         """
         return self.Parser(
             prefix,
@@ -123,6 +125,7 @@ class CompiledTemplate:
             spans=spans,
             on_malformed=on_malformed,
             regex_timeout=regex_timeout,
+            regex_budget=regex_budget,
         )
 
     def parse(
@@ -133,21 +136,23 @@ class CompiledTemplate:
         tools: Tools = None,
         on_malformed: str = "raise",
         regex_timeout: float | None = REGEX_TIMEOUT,
+        regex_budget: float | None = REGEX_BUDGET,
     ):
         """Parse a whole output (a dict), or a list of outputs (a list of dicts).
 
         ``on_malformed="collect"`` returns ``(message, errors)`` (``(messages, errors)`` for
         a list): a region whose content fails to parse is left out of the message, and
         ``errors`` lists its region_malformed event (``field``, ``error``, ``text``, and for a
-        list the ``index`` of the text). ``regex_timeout``: see :meth:`parser`.
+        list the ``index`` of the text). ``regex_timeout`` and ``regex_budget``: see
+        :meth:`parser` (the budget is each text's).
         """
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if tools is not None:
             tools = _tool_list(tools)
         Parser = self.Parser
-        if on_malformed != "raise" or regex_timeout is not REGEX_TIMEOUT:
-            return self._parse_collecting(text, prefix, tools, on_malformed, regex_timeout)
+        if on_malformed != "raise" or regex_timeout is not REGEX_TIMEOUT or regex_budget is not REGEX_BUDGET:
+            return self._parse_collecting(text, prefix, tools, on_malformed, (regex_timeout, regex_budget))
         if isinstance(text, str):
             if not isinstance(prefix, str):
                 if not isinstance(prefix, (list, tuple)):
@@ -174,9 +179,9 @@ class CompiledTemplate:
             out.append(Parser.parse_whole(item_prefix, item, tools))
         return out
 
-    def _parse_collecting(self, text: Any, prefix: Any, tools: Any, on_malformed: Any, regex_timeout: Any) -> Any:
+    def _parse_collecting(self, text: Any, prefix: Any, tools: Any, on_malformed: Any, bounds: tuple) -> Any:
         """parse() with ``on_malformed="collect"`` (the messages and the errors met), or
-        another time bound."""
+        another time bound or budget (``bounds``)."""
         if on_malformed not in ("raise", "collect"):
             raise ValueError(f"on_malformed must be 'raise' or 'collect' for a whole output, got {on_malformed!r}")
         collect = on_malformed == "collect"
@@ -184,7 +189,7 @@ class CompiledTemplate:
         if isinstance(text, str):
             if not isinstance(prefix, str):
                 return self.parse(text, prefix=prefix, tools=tools), errors  # raises the usual error
-            message = self.Parser.parse_whole(prefix, text, tools, errors if collect else None, regex_timeout)
+            message = self.Parser.parse_whole(prefix, text, tools, errors if collect else None, *bounds)
             return (message, errors) if collect else message
         if not isinstance(text, (list, tuple)):
             return self.parse(text, prefix=prefix, tools=tools), errors  # raises the usual error
@@ -196,7 +201,7 @@ class CompiledTemplate:
             if item_prefix is None:
                 raise ValueError(PREFIX_REQUIRED)
             found: list[dict] = []
-            messages.append(self.Parser.parse_whole(item_prefix, item, tools, found if collect else None, regex_timeout))
+            messages.append(self.Parser.parse_whole(item_prefix, item, tools, found if collect else None, *bounds))
             errors += [{**error, "index": index} for error in found]
         return (messages, errors) if collect else messages
 
@@ -478,6 +483,7 @@ def parse_response(
     tools: Tools = None,
     on_malformed: str = "raise",
     regex_timeout: float | None = REGEX_TIMEOUT,
+    regex_budget: float | None = REGEX_BUDGET,
 ):
     """Parse whole model output(s) into message dict(s).
 
@@ -485,13 +491,19 @@ def parse_response(
     ``""`` opts out) is the chat prompt before the generation: a str used for every
     text, or a list with one prefix per text. ``tools`` types tool-call arguments.
     ``on_malformed="collect"`` returns ``(message, errors)`` instead of raising on a
-    region whose content fails to parse, and ``regex_timeout`` bounds a regex that may
-    backtrack without bound (see CompiledTemplate.parse and .parser).
+    region whose content fails to parse, and ``regex_timeout`` / ``regex_budget`` bound a
+    regex that may backtrack without bound, per call / per parse (see CompiledTemplate.parse
+    and .parser).
     """
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
     return compile_template(template).parse(
-        text, prefix=prefix, tools=tools, on_malformed=on_malformed, regex_timeout=regex_timeout
+        text,
+        prefix=prefix,
+        tools=tools,
+        on_malformed=on_malformed,
+        regex_timeout=regex_timeout,
+        regex_budget=regex_budget,
     )
 
 
@@ -503,11 +515,17 @@ def get_response_parser(
     spans: bool = False,
     on_malformed: str = "raise",
     regex_timeout: float | None = REGEX_TIMEOUT,
+    regex_budget: float | None = REGEX_BUDGET,
 ) -> ParserBase:
     """A streaming parser for one generation (see :class:`ResponseParser` and
-    CompiledTemplate.parser for ``spans``, ``on_malformed`` and ``regex_timeout``)."""
+    CompiledTemplate.parser for ``spans``, ``on_malformed``, ``regex_timeout`` and ``regex_budget``)."""
     return compile_template(template).parser(
-        prefix=prefix, tools=tools, spans=spans, on_malformed=on_malformed, regex_timeout=regex_timeout
+        prefix=prefix,
+        tools=tools,
+        spans=spans,
+        on_malformed=on_malformed,
+        regex_timeout=regex_timeout,
+        regex_budget=regex_budget,
     )
 
 
@@ -540,7 +558,13 @@ class ResponseParser(metaclass=_ResponseParserMeta):
         spans: bool = False,
         on_malformed: str = "raise",
         regex_timeout: float | None = REGEX_TIMEOUT,
+        regex_budget: float | None = REGEX_BUDGET,
     ) -> ParserBase:
         return compile_template(template).parser(
-            prefix=prefix, tools=tools, spans=spans, on_malformed=on_malformed, regex_timeout=regex_timeout
+            prefix=prefix,
+            tools=tools,
+            spans=spans,
+            on_malformed=on_malformed,
+            regex_timeout=regex_timeout,
+            regex_budget=regex_budget,
         )

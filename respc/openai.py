@@ -192,10 +192,14 @@ def _plan(field: dict) -> Plan:
             # the hints the compiler gives the field's parser (compiler/emit.py, _parse_expr),
             # when its head is literal text around the key: then the stream reads a completed
             # parameter with them too (see Plan.xml_split)
-            key_head = None if may_backtrack(pattern) or regex_only(pattern) else word_key_head(split[0])
+            bounded = may_backtrack(pattern)
+            key_head = None if bounded or regex_only(pattern) else word_key_head(split[0])
             hints = None if key_head is None else {"tag_split": split, "key_head": key_head}
-            plan.xml_parser = make_parser("xml-inline", args, hints)
+            # (a pattern that may backtrack without bound is matched under the time bound, as
+            # the field's parser matches it: compiler/emit.py, _parse_expr)
+            plan.xml_parser = make_parser("xml-inline", args, {"bounded": True} if bounded else hints)
             plan.xml_pattern = regex.compile(pattern, regex.DOTALL)
+            plan.xml_bounded = bounded
             plan.xml_tail = split[2]
             plan.xml_split = hints is not None
     elif content == "python-call-list" and each and plan.args == ("member", "arguments") and plan.name == ("member", "name"):

@@ -21,6 +21,7 @@ cdef class ParserBase:
     cdef public bint _lenient
     cdef public list _errors
     cdef public object _timeout
+    cdef public object _left
     cdef public Py_ssize_t _keep
     cdef public str _ctx
     cdef public str _held
@@ -58,7 +59,7 @@ cdef class ParserBase:
     # (a Python-level method call per chunk would cost more than the step itself).
     @cython.locals(cut=Py_ssize_t, at=Py_ssize_t)
     cpdef list feed(self, text)
-    cpdef dict _whole(self, str prefix, str text, tools, errors, timeout)
+    cpdef dict _whole(self, str prefix, str text, tools, errors, timeout, budget)
     cpdef dict _state_data(self)
     cpdef _restore_state(self, dict data)
     cpdef _setup(self, tools)

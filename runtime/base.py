@@ -31,7 +31,8 @@ is None for a whole output: the same loop, no events), with its offsets when ``s
 on. One hook for a consumer of the events: with ``_bare`` set (respc.runtime.deltas sets
 it), a region_chunk event is its text alone, a str, not a dict (the chunk's field is the
 one whose region_open came last, or the state's at the feed's start). A regex over its
-time bound (``regex_timeout``) is caught once, in ``_commit``.
+time bound (``regex_timeout`` per call, ``regex_budget`` for all of a parse's calls: see
+scan.timed) is caught once, in ``_commit``.
 ``__reduce__`` / ``__deepcopy__`` carry the state as data (pickling, forked streams).
 """
 
@@ -66,6 +67,10 @@ _TIMEOUT_FIX = (
     "the pattern backtracks without bound on this text; fix it (respc lint names such patterns), "
     "or raise the bound with regex_timeout=..."
 )
+_BUDGET_FIX = (
+    "the template's patterns backtrack without bound on this output; fix them (respc lint names such "
+    "patterns), or raise the budget with regex_budget=..."
+)
 
 # Pieces of a growing text (a region's body, a lasting hold) are merged once this many
 # accumulate, so a long stream of small chunks does not keep one string per chunk.
@@ -90,6 +95,7 @@ class ParserBase:
         "_lenient",  # a malformed region is an event, not an error: on_malformed != "raise"
         "_errors",  # the region_malformed events so far (with _lenient)
         "_timeout",  # the time bound of a regex call that may backtrack without bound (scans read it)
+        "_left",  # the seconds such calls may still take in all (regex_budget; see scan.timed)
         "_keep",  # CONTEXT
         # input (see the module docstring)
         "_ctx",
@@ -165,17 +171,19 @@ class ParserBase:
         spans: bool = False,
         on_malformed: str = "raise",
         regex_timeout: float | None = scan.REGEX_TIMEOUT,
+        regex_budget: float | None = scan.REGEX_BUDGET,
     ):
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         prefix = _plain_str(prefix, "prefix")
         self._setup(tool_types(tools))
         self._timeout = _time_bound(regex_timeout)
+        self._left = _time_bound(regex_budget, "regex_budget")
         self._spans = _flag(spans, "spans")
         self._lenient = _malformed_mode(on_malformed, ("raise", "event")) != "raise"
         self.initial_events: list[dict] = []
         if prefix:
-            text = self.cut_prefix(prefix)
+            text = _cut(type(self), prefix)
             if text:
                 self._commit(self.initial_events, text, False)
 
@@ -237,6 +245,7 @@ class ParserBase:
         tools: Iterable[dict | Callable] | None = None,
         errors: list | None = None,
         regex_timeout: float | None = scan.REGEX_TIMEOUT,
+        regex_budget: float | None = scan.REGEX_BUDGET,
     ) -> dict:
         """The message of a whole output: what ``cls(prefix, tools=tools)``, ``feed(text)``
         and ``finalize()`` give, without any event. With an ``errors`` list, a region whose
@@ -256,23 +265,38 @@ class ParserBase:
             text = _plain_str(text, "text")
         if not cls.ONE_PASS:
             parser = cls(
-                prefix, tools=tools, on_malformed="raise" if errors is None else "event", regex_timeout=regex_timeout
+                prefix,
+                tools=tools,
+                on_malformed="raise" if errors is None else "event",
+                regex_timeout=regex_timeout,
+                regex_budget=regex_budget,
             )
             parser.feed(text)
             message = parser.finalize()[0]
             if errors is not None:
                 errors += parser._errors
             return message
-        if regex_timeout is not scan.REGEX_TIMEOUT:  # (the default needs no check)
+        if regex_timeout is not scan.REGEX_TIMEOUT:  # (the defaults need no check)
             regex_timeout = _time_bound(regex_timeout)
-        return cls.__new__(cls)._whole(cls.cut_prefix(prefix) if prefix else "", text, tools, errors, regex_timeout)
+        if regex_budget is not scan.REGEX_BUDGET:
+            regex_budget = _time_bound(regex_budget, "regex_budget")
+        return cls.__new__(cls)._whole(
+            _cut(cls, prefix) if prefix else "", text, tools, errors, regex_timeout, regex_budget
+        )
 
     def _whole(
-        self, prefix: str, text: str, tools: Iterable[dict | Callable] | None, errors: list | None, timeout: Any
+        self,
+        prefix: str,
+        text: str,
+        tools: Iterable[dict | Callable] | None,
+        errors: list | None,
+        timeout: Any,
+        budget: Any,
     ) -> dict:
         """parse_whole's one-pass case, on a new instance (``prefix``: the cut prefix)."""
         self._setup(tool_types(tools) if tools else None)
         self._timeout = timeout
+        self._left = budget
         if errors is not None:
             self._lenient = True
             self._errors = errors
@@ -320,6 +344,7 @@ class ParserBase:
         self._lenient = False
         self._errors = []
         self._timeout = scan.REGEX_TIMEOUT
+        self._left = scan.REGEX_BUDGET
         self._keep = self.CONTEXT
         self._fields = self.FIELDS
         self._states = self.STATES
@@ -406,7 +431,14 @@ class ParserBase:
                 raise  # (a content pattern's, raised by _close)
             # A delimiter's regex ran over the time bound: this input cannot be scanned.
             where = f"scanning for the delimiters of {'field ' + repr(self._name) if self._opened else 'the free state'}"
-            problem = RegexTimeout(f"{where}: a regex ran over its time bound ({self._timeout} s); {_TIMEOUT_FIX}")
+            if isinstance(error, scan.BudgetSpent):
+                problem = RegexTimeout(
+                    f"{where}: the template's regexes that may backtrack without bound have taken the parse's "
+                    f"whole time budget (regex_budget; respc.REGEX_BUDGET = {scan.REGEX_BUDGET} s by default); "
+                    f"{_BUDGET_FIX}"
+                )
+            else:
+                problem = RegexTimeout(f"{where}: a regex ran over its time bound ({self._timeout} s); {_TIMEOUT_FIX}")
             if not self._lenient:
                 raise problem from error
             # It ends the open region as malformed, with the rest of the input as its last
@@ -668,13 +700,29 @@ def _error_text(error: BaseException) -> str:
     return text if text else type(error).__name__
 
 
-def _time_bound(value: Any) -> float | None:
+def _time_bound(value: Any, what: str = "regex_timeout") -> float | None:
     """A regex time bound in seconds (None: no bound), checked."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        raise ValueError(f"regex_timeout must be a number of seconds > 0 (or None for no bound), got {value!r}")
+        raise ValueError(f"{what} must be a number of seconds > 0 (or None for no bound), got {value!r}")
     return float(value)
+
+
+def _cut(cls: Any, prefix: str) -> str:
+    """``cls.cut_prefix(prefix)``, with a start anchor pattern over its time bound (the default
+    one, ``respc.REGEX_TIMEOUT``: the prefix is cut before any parser setting applies) a
+    RegexTimeout."""
+    try:
+        return cls.cut_prefix(prefix)
+    except TimeoutError as error:
+        if isinstance(error, RegexTimeout):
+            raise
+        raise RegexTimeout(
+            f"start_anchor_pattern: the start anchor's regex ran over its time bound ({scan.REGEX_TIMEOUT} s, "
+            "respc.REGEX_TIMEOUT) on this prefix; it backtracks without bound on this text: fix the pattern "
+            "(respc lint names such patterns)"
+        ) from error
 
 
 def _flag(value: Any, what: str) -> bool:

@@ -164,6 +164,7 @@ cdef class Plan:
     cdef public object xml_pattern
     cdef public str xml_tail
     cdef public bint xml_split
+    cdef public bint xml_bounded
 
 
 @cython.final

@@ -35,6 +35,8 @@ import threading
 from json.encoder import c_make_encoder, encode_basestring
 from typing import TYPE_CHECKING, Any
 
+from . import scan as _scan
+from .base import RegexTimeout
 from .content import make_parser
 from .decode import MISS
 from .decode import loads as _decode
@@ -1009,10 +1011,15 @@ class Plan:
     content parser, its tag pattern (compiled) and the pattern's tail literal, and
     ``xml_split``: the parser has the compiler's split hints (a match is a literal head
     OPEN KEY CLOSE, the value, and the tail: see ``compiler.regexinfo.word_key_head``), so
-    a match does not depend on the text before it and one ends at every tail that ends one.
+    a match does not depend on the text before it and one ends at every tail that ends one;
+    ``xml_bounded``: the tag pattern may backtrack without bound, so it is matched under the
+    time bound (``respc.REGEX_TIMEOUT``), as the field's parser matches it.
     """
 
-    __slots__ = ("body", "shape", "each", "name", "args", "id", "xml_parser", "xml_pattern", "xml_tail", "xml_split")
+    __slots__ = (
+        "body", "shape", "each", "name", "args", "id", "xml_parser", "xml_pattern", "xml_tail", "xml_split",
+        "xml_bounded",
+    )
 
     def __init__(self, body: str | None, each: bool):
         self.body = body
@@ -1025,6 +1032,7 @@ class Plan:
         self.xml_pattern: Any = None
         self.xml_tail = ""
         self.xml_split = False
+        self.xml_bounded = False
 
 
 class _Region:
@@ -1781,11 +1789,24 @@ class _XmlReader:
             else:
                 end = 0
         else:
-            for match in plan.xml_pattern.finditer(body):
-                if match.end() == len(body) and tail not in match.group():
-                    break  # it may still grow
-                self._parameter(plan.xml_parser(match.group()))
-                end = match.end()
+            try:
+                if plan.xml_bounded:
+                    matches = plan.xml_pattern.finditer(body, timeout=_scan.REGEX_TIMEOUT)
+                else:
+                    matches = plan.xml_pattern.finditer(body)
+                for match in matches:
+                    if match.end() == len(body) and tail not in match.group():
+                        break  # it may still grow
+                    self._parameter(plan.xml_parser(match.group()))
+                    end = match.end()
+            except TimeoutError as error:
+                if isinstance(error, RegexTimeout):
+                    raise
+                raise RegexTimeout(
+                    f"field {self.parser._parser._name!r}: its content's regex ran over its time bound "
+                    f"({_scan.REGEX_TIMEOUT} s, respc.REGEX_TIMEOUT) while streaming its arguments; it backtracks "
+                    "without bound on this text: fix the pattern (respc lint names such patterns)"
+                ) from error
         rest = body[end:]
         self.rest = _Text()
         if rest:

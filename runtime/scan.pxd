@@ -36,7 +36,7 @@ cpdef Py_ssize_t ws_run_end(str buf, Py_ssize_t i)
 cpdef Py_ssize_t partial_start(str buf, Py_ssize_t pos, str lit)
 
 @cython.locals(best=Py_ssize_t, k=Py_ssize_t)
-cpdef Py_ssize_t tail_in(str buf, Py_ssize_t lo, str firsts, frozenset beginnings)
+cpdef Py_ssize_t tail_in(str buf, Py_ssize_t lo, str firsts, frozenset beginnings, tuple long=*)
 
 @cython.locals(n=Py_ssize_t, start=Py_ssize_t, cut=Py_ssize_t, i=Py_ssize_t, longest=Py_ssize_t, ws_lead=bint)
 cpdef Py_ssize_t quiet_cut(str x, tuple quiet)

@@ -27,6 +27,7 @@ the analyses the compiler bakes into the generated calls).
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any
 
 __all__ = [
@@ -44,7 +45,13 @@ __all__ = [
     "ws_run_end",
     "ws_run_start",
     "ws_tail",
+    "REGEX_BUDGET",
     "REGEX_TIMEOUT",
+    "BudgetSpent",
+    "SHORT_BEGINNINGS",
+    "timed",
+    "beginnings",
+    "long_beginning",
 ]
 
 #: ``action`` of a scan result that closes the current region.
@@ -57,6 +64,49 @@ CLOSE = -1
 #: regex module raises TimeoutError (see runtime/base.py for what a parser does then).
 #: Other patterns run without a clock: a clock read costs the regex module ~1.4 µs a call.
 REGEX_TIMEOUT = 1.0
+
+#: The default time budget, in seconds, of all the calls of such regexes in one parse (a
+#: whole output, or a stream from its prefix to finalize): parsers take their own
+#: (``regex_budget=``). Each call runs under the lesser of its bound and what is left of the
+#: budget (see :func:`timed`), so a parse's regex time is bounded however the output is fed,
+#: and however many calls it takes. It only counts time in those calls: a template whose
+#: patterns cannot backtrack without bound pays nothing, and the budget's default is far
+#: above what real outputs take (a few microseconds a call).
+REGEX_BUDGET = 5.0
+
+
+class BudgetSpent(TimeoutError):
+    """A regex call ran over what was left of its parser's budget (regex_budget), or the
+    budget was spent before it."""
+
+
+def timed(parser: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, timeout=..., **kwargs)``: a call of a template regex that may backtrack
+    without bound (the generated scans make every such call through here), under the
+    parser's time bound of one call (``_timeout``) or what is left of its budget
+    (``_left``), whichever is less; the time the call took is taken off the budget. A call
+    over the budget raises :class:`BudgetSpent`, over its own bound the regex module's
+    TimeoutError (see runtime/base.py for what a parser does then)."""
+    bound = parser._timeout
+    left = parser._left
+    if left is None:
+        return call(*args, timeout=bound, **kwargs)
+    if left <= 0:
+        raise BudgetSpent("regex budget spent")
+    by_budget = bound is None or left < bound
+    if by_budget:
+        bound = left
+    start = perf_counter()
+    try:
+        found = call(*args, timeout=bound, **kwargs)
+    except TimeoutError:
+        if by_budget:
+            parser._left = 0.0
+            raise BudgetSpent("regex budget spent") from None
+        parser._left = left - (perf_counter() - start)
+        raise
+    parser._left = left - (perf_counter() - start)
+    return found
 
 class Field:
     """One template field.
@@ -154,17 +204,47 @@ def partial_start(buf: str, pos: int, lit: str) -> int:
         i += 1
 
 
+#: A literal's proper beginnings of up to this many characters are kept in a set (one hash
+#: lookup asks whether a text is one); a longer beginning of a longer literal is asked of the
+#: literal itself (``str.startswith``). So a set holds at most this many beginnings of each
+#: literal, and a delimiter's tables grow with its length, not with its length squared.
+SHORT_BEGINNINGS = 64
+
+
+def beginnings(literals: tuple[str, ...] | list[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """``(short, long)``: the proper beginnings of ``literals`` of at most SHORT_BEGINNINGS
+    characters, and the literals that have longer ones. A text is a proper beginning of one
+    of the literals exactly when :func:`long_beginning` says so of these two."""
+    short = frozenset(lit[:k] for lit in literals for k in range(1, min(len(lit), SHORT_BEGINNINGS + 1)))
+    long = tuple(dict.fromkeys(lit for lit in literals if len(lit) > SHORT_BEGINNINGS + 1))
+    return short, long
+
+
+def long_beginning(text: str, long: tuple[str, ...]) -> bool:
+    """True when ``text``, longer than SHORT_BEGINNINGS characters, is a proper beginning
+    of one of ``long`` (the long literals of :func:`beginnings`)."""
+    if len(text) <= SHORT_BEGINNINGS:
+        return False  # (the short set answers for those)
+    for lit in long:
+        if len(lit) > len(text) and lit.startswith(text):
+            return True
+    return False
+
+
 def quiet_table(marks: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple:
     """A state's MARKS prepared for :func:`quiet_cut`: ``(marks, direct prefixes,
-    whitespace-led prefixes, first characters, longest mark, any whitespace-led mark)``,
-    where the prefix sets hold every proper beginning of a direct / whitespace-led mark
-    (a one-character mark has none)."""
+    whitespace-led prefixes, first characters, longest mark, any whitespace-led mark,
+    long direct marks, long whitespace-led marks)``, where the prefix sets hold the proper
+    beginnings of a direct / whitespace-led mark (a one-character mark has none), those of
+    a long mark up to SHORT_BEGINNINGS characters (see :func:`beginnings`)."""
     direct, ws_led = marks
     every = tuple(dict.fromkeys(direct + ws_led))
-    direct_prefixes = frozenset(m[:k] for m in direct for k in range(1, len(m)))
-    ws_prefixes = frozenset(m[:k] for m in ws_led for k in range(1, len(m)))
+    direct_prefixes, long_direct = beginnings(direct)
+    ws_prefixes, long_ws = beginnings(ws_led)
     firsts = "".join(sorted({m[0] for m in every}))
-    return every, direct_prefixes, ws_prefixes, firsts, max(map(len, every)), bool(ws_led)
+    return (
+        every, direct_prefixes, ws_prefixes, firsts, max(map(len, every)), bool(ws_led), long_direct, long_ws
+    )
 
 
 def quiet_cut(x: str, quiet: tuple) -> int:
@@ -179,11 +259,11 @@ def quiet_cut(x: str, quiet: tuple) -> int:
     (from the whitespace before it, for a whitespace-led one), or in a trailing
     whitespace run a whitespace-led one may still grow from.
     """
-    every, direct, ws_led, firsts, longest, ws_lead = quiet
+    every, direct, ws_led, firsts, longest, ws_lead, long_direct, long_ws = quiet
     for mark in every:
         if mark in x:
             return -1
-    if x in direct:
+    if x in direct or (long_direct and long_beginning(x, long_direct)):
         return 0  # the common case: a delimiter is being written from the start
     n = len(x)
     start = n - longest + 1 if n > longest else 0
@@ -192,10 +272,10 @@ def quiet_cut(x: str, quiet: tuple) -> int:
         i = x.find(c, start)
         while 0 <= i < cut:
             rest = x[i:]
-            if rest in ws_led:
+            if rest in ws_led or (long_ws and long_beginning(rest, long_ws)):
                 cut = ws_run_start(x, 0, i)  # a whitespace-led match starts before it
                 break
-            if rest in direct:
+            if rest in direct or (long_direct and long_beginning(rest, long_direct)):
                 cut = i
                 break
             i = x.find(c, i + 1)
@@ -274,17 +354,18 @@ def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:
     return False
 
 
-def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str]) -> int:
-    """The earliest ``k >= lo`` where ``buf[k:]`` is one of ``beginnings`` (the proper
-    beginnings of some literals, whose first characters are ``firsts``); ``len(buf)``
-    when there is none. With ``lo`` no earlier than the longest literal's length less one
+def tail_in(buf: str, lo: int, firsts: str, beginnings: frozenset[str], long: tuple[str, ...] = ()) -> int:
+    """The earliest ``k >= lo`` where ``buf[k:]`` is a proper beginning of some literals,
+    whose first characters are ``firsts`` (``beginnings`` and ``long``: see
+    :func:`beginnings`; ``long`` is empty when no literal is long); ``len(buf)`` when
+    there is none. With ``lo`` no earlier than the longest literal's length less one
     from the end, that is where the earliest tail that may still grow into one of the
     literals starts (what :func:`partial_start` finds for one literal)."""
     best = len(buf)
     for c in firsts:
         k = buf.find(c, lo, best)
         while k >= 0:
-            if buf[k:] in beginnings:
+            if buf[k:] in beginnings or (long and long_beginning(buf[k:], long)):
                 best = k
                 break
             k = buf.find(c, k + 1, best)

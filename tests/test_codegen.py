@@ -134,7 +134,7 @@ def test_template_strings_never_become_code(evil, tmp_path):
     calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     allowed = regex.compile(
         r"_regex\.compile|_content\.make_parser|_tf\.\w+|_scan\.(Field|State|partial_start|prefix_partial|tail_in|edge_moves)|"
-        r"_scan\.(quiet_cut|quiet_table|still_pending|ws_tail|ws_run_start|ws_run_end)|buf\.(find|startswith)|frozenset|"
+        r"_scan\.(quiet_cut|quiet_table|still_pending|ws_tail|ws_run_start|ws_run_end|long_beginning|timed)|buf\.(find|startswith)|frozenset|"
         r"prefix\.rfind|_RE_\w+\.(search|finditer|match)|m\.(span|start|end)|out\.append|body\.strip|"
         r"int|float|len|_parse_\w+|body(\.strip\(\))?\.lower"
     )

@@ -83,7 +83,7 @@ def test_bundled_delimiters_run_without_the_clock():
 def test_generated_code_bounds_exactly_the_risky_patterns():
     source = respc.compile_template(CATASTROPHIC).source
     risky_calls = [line for line in source.splitlines() if "_BOUNDED." in line]
-    assert risky_calls and all("timeout=self._timeout" in line for line in risky_calls)
+    assert risky_calls and all("_scan.timed(self, " in line for line in risky_calls)  # the bound and the budget
     plain = respc.load("qwen3").source
     assert "timeout=" not in plain  # nothing in qwen3 can run away: no clock read
 
@@ -159,3 +159,117 @@ def test_the_bound_is_checked(bad):
 def test_no_bound_is_allowed():
     assert respc.parse_response("hi", "qwen3", prefix="", regex_timeout=None)["content"] == "hi"
     assert respc.load("qwen3").parser(prefix="", regex_timeout=None).feed("hi")
+
+
+# --- the parse's budget: the time all of a parser's bounded calls may take together -------
+SLOW = ("a" * 16 + "c ") * 40  # each call quick, the calls many: far over a tiny budget in all
+
+
+@pytest.mark.parametrize("size", [1, 3, len(SLOW)])
+def test_the_budget_bounds_the_whole_stream_however_it_is_fed(size):
+    """Without a bound per call, only the budget stops a parser that makes many slow calls
+    (before it, 224 characters fed one by one took 36 s and never raised)."""
+    compiled = respc.compile_template(CATASTROPHIC)
+    parser = compiled.parser(prefix="", regex_timeout=None, regex_budget=0.005)
+
+    def run():
+        for i in range(0, len(HANG), size):
+            parser.feed(HANG[i : i + size])
+        for i in range(0, len(SLOW), size):
+            parser.feed(SLOW[i : i + size])
+        return parser.finalize()
+
+    with pytest.raises(respc.RegexTimeout, match=r"budget.*regex_budget"):
+        _finishes(run)
+
+
+def test_the_budget_bounds_a_whole_parse_and_finalize():
+    compiled = respc.compile_template(CATASTROPHIC)
+    with pytest.raises(respc.RegexTimeout, match="budget"):
+        _finishes(lambda: compiled.parse(HANG + SLOW, prefix="", regex_timeout=None, regex_budget=0.005))
+    with pytest.raises(respc.RegexTimeout, match="budget"):
+        _finishes(lambda: respc.parse_response([SLOW, HANG], CATASTROPHIC, prefix="", regex_timeout=None, regex_budget=0.005))
+    parser = compiled.parser(prefix="", regex_timeout=None, regex_budget=0.005)
+    parser._left = 0.0  # spent while streaming: finalize's end-of-stream scan needs the regex again
+    parser._held = "a"
+    with pytest.raises(respc.RegexTimeout, match="budget"):
+        _finishes(parser.finalize)
+
+
+def test_once_the_budget_is_spent_regions_are_malformed_and_the_stream_ends():
+    compiled = respc.compile_template(CATASTROPHIC)
+    parser = compiled.parser(prefix="", on_malformed="event", regex_timeout=None, regex_budget=0.005)
+
+    def run():
+        events = []
+        for ch in HANG + SLOW:
+            events += parser.feed(ch)
+        message, final = parser.finalize()
+        return events + final, message
+
+    events, message = _finishes(run)
+    malformed = [e for e in events if e["type"] == "region_malformed"]
+    assert malformed and all("budget" in e["error"] for e in malformed)
+    message, errors = _finishes(
+        lambda: compiled.parse(HANG + SLOW, prefix="", regex_timeout=None, regex_budget=0.005, on_malformed="collect")
+    )
+    assert errors and "budget" in errors[0]["error"]
+
+
+def test_the_budget_is_checked_and_may_be_off():
+    with pytest.raises(ValueError, match="regex_budget must be a number of seconds > 0"):
+        respc.load("qwen3").parser(prefix="", regex_budget=0)
+    with pytest.raises(ValueError, match="regex_budget"):
+        respc.parse_response("x", "qwen3", prefix="", regex_budget=-1)
+    assert respc.parse_response("hi", CATASTROPHIC, prefix="", regex_budget=None) == {"content": "hi"}
+    assert respc.REGEX_BUDGET > respc.REGEX_TIMEOUT
+
+
+def test_the_budget_pickles_with_the_parser():
+    import pickle
+
+    parser = respc.compile_template(CATASTROPHIC).parser(prefix="", regex_budget=0.5)
+    parser.feed("aa")
+    copy = pickle.loads(pickle.dumps(parser))
+    assert 0 < copy._left <= 0.5
+
+
+def test_a_catastrophic_start_anchor_is_a_regex_timeout(monkeypatch):
+    template = {"start_anchor_pattern": "(a|aa)+b", "fields": {"content": {"content": "text"}}}
+    compiled = respc.compile_template(template)
+    monkeypatch.setattr(respc.runtime.scan, "REGEX_TIMEOUT", 0.02)
+    with pytest.raises(respc.RegexTimeout, match="start_anchor_pattern.*respc lint"):
+        _finishes(lambda: compiled.parse("x", prefix=HANG))
+    with pytest.raises(respc.RegexTimeout, match="start_anchor_pattern"):
+        _finishes(lambda: compiled.parser(prefix=HANG))
+
+
+def test_the_openai_stream_bounds_a_catastrophic_tag_pattern(monkeypatch):
+    """DeltaParser reads an xml-inline body as it streams, with the tag pattern itself:
+    under the time bound too (before, it ran unbounded)."""
+    from respc.openai import DeltaParser
+
+    template = {
+        "start_anchor": "<A>",
+        "fields": {
+            "content": {"content": "text"},
+            "tool_calls": {
+                "open_pattern": '<call name="(?P<name>[^"]+)">',
+                "close": "</call>",
+                "content": "xml-inline",
+                "content_args": {"tag_pattern": "<(?P<key>(?:a|aa)+)>(?P<value>.*?)</p>"},
+                "repeats": True,
+                "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            },
+        },
+    }
+    monkeypatch.setattr(respc.runtime.scan, "REGEX_TIMEOUT", 0.02)
+    parser = DeltaParser(template, prefix="")
+
+    def run():
+        for ch in '<call name="f"><' + "a" * 40 + "c</p>":
+            parser.feed(ch)
+        return parser.finish()
+
+    with pytest.raises(respc.RegexTimeout, match="tool_calls"):
+        _finishes(run)
