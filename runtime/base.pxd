@@ -80,6 +80,8 @@ cdef class ParserBase:
     cpdef _keep_context(self, str text)
     @cython.locals(record=State)
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
+    @cython.locals(record=State)
+    cpdef _check_tail(self, str buf, Py_ssize_t pos)
     cpdef _check_run(self, str held)
     cpdef dict _message(self)
 

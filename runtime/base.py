@@ -71,6 +71,10 @@ _TIMEOUT_FIX = (
 # accumulate, so a long stream of small chunks does not keep one string per chunk.
 _MERGE_PARTS = 64
 
+# ``_stable`` of a held match that runs to the end of the text (see _check_tail): every
+# later feed is set aside.
+_TO_THE_END = True
+
 # A held whitespace run becomes a lasting hold once it is this long (shorter runs are
 # cheaper to rescan than to set aside).
 _LONG_RUN = 256
@@ -99,7 +103,7 @@ class ParserBase:
         "_ban",  # the progress rule's position (see _commit; scans read it)
         "_memo",  # the held-regex memos the scans keep (see scan.State.memos)
         # a lasting hold (see _stays_held): the tail literal that ends it, "" for a
-        # whitespace run, or the regex of a run's class; the last characters seen; the
+        # whitespace run, the regex of a run's class, or _TO_THE_END; the last characters seen; the
         # text set aside meanwhile; how long a held text must be to be checked for a run
         "_stable",
         "_stable_edge",
@@ -376,6 +380,8 @@ class ParserBase:
                             pos = found
                         if self._memo and pos < n:
                             self._check_stable(buf, pos)
+                        if pos < n and self._stable is None and self._states[self._state].tails:
+                            self._check_tail(buf, pos)
                         if self._runs and n - pos >= self._run_check and self._stable is None:
                             self._check_run(buf[pos:])
                     break
@@ -593,7 +599,9 @@ class ParserBase:
         follows a whitespace run, or a character out of a run's class follows the run);
         then the hold's text is given back (see _release)."""
         tail = self._stable
-        if type(tail) is not str:
+        if tail is _TO_THE_END:
+            pass  # (nothing ends it but the end of the stream)
+        elif type(tail) is not str:
             if tail.fullmatch(text) is None:  # (a run's class: see _check_run)
                 self._release()
                 return False
@@ -639,6 +647,26 @@ class ParserBase:
                 i = held.find(stop, i + 1)
             else:
                 self._stable = run
+                self._stable_edge = ""
+                return
+
+    def _check_tail(self, buf: str, pos: int) -> None:
+        """After a scan that holds ``buf[pos:]``: is the hold a match of a delimiter that runs
+        to the end of the text (``HEAD[\\s\\S]*``, scan.State.tails), whose ``HEAD`` is
+        complete, with no other delimiter of the state matching there? Then nothing but the
+        end of the stream decides it, the same way whatever follows: the hold lasts (what is
+        fed is set aside), and finalize closes it. (Both regexes match from ``pos``, a few
+        characters: no rescan of the held text.)"""
+        record: State = self._states[self._state]
+        for head, others in record.tails:
+            match = head.match(buf, pos, partial=True)
+            if match is None or match.partial:
+                continue
+            for other in others:
+                if other.match(buf, pos, partial=True) is not None:
+                    break
+            else:
+                self._stable = _TO_THE_END
                 self._stable_edge = ""
                 return
 
