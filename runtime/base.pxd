@@ -86,5 +86,6 @@ cdef class ParserBase:
     cpdef dict _message(self)
 
 
+cpdef str _cut_prefix(cls, str prefix)
 cpdef _store(dict out, str name, join, bint repeats, value)
 cpdef dict _captures(match)

@@ -37,6 +37,7 @@ time bound (``regex_timeout``) is caught once, in ``_commit``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, ClassVar
@@ -45,7 +46,7 @@ from . import scan
 from .scan import CLOSE, REGEX_WS, Field, State, only_ws
 from .tools import ToolTypes, coerce_value, tool_types
 
-__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS", "RegexTimeout"]
+__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "PrefixWarning", "REGEX_WS", "RegexTimeout"]
 
 PREFIX_REQUIRED = (
     "prefix is required: pass the chat prompt that preceded the generation (prefix=...), because chat "
@@ -60,6 +61,42 @@ class RegexTimeout(TimeoutError):
     """A template's regex ran over its time bound on this output (catastrophic
     backtracking). With ``on_malformed="event"`` the region ends in region_malformed
     instead; ``respc lint`` points at patterns that can do this."""
+
+
+class PrefixWarning(UserWarning):
+    """A non-empty prefix holds no start anchor (the template's ``start_anchor`` or
+    ``start_anchor_pattern``): all of it is read as the start of the assistant message, so
+    prompt text (a user's ``<tool_call>``, say) becomes part of the message, as it does in
+    the reference. Given once per compiled template; pass the prompt up to and including its
+    generation prompt, or ``prefix=""`` when the output holds the whole message."""
+
+
+#: the parser classes that gave their PrefixWarning (once each)
+_PREFIX_WARNED: set = set()
+
+
+def _cut_prefix(cls: Any, prefix: str) -> str:
+    """``cls.cut_prefix(prefix)`` (a non-empty prefix), with a PrefixWarning, once per parser
+    class, when no start anchor is in it (the cut leaves all of it: one length compare)."""
+    text = cls.cut_prefix(prefix)
+    if len(text) == len(prefix) and cls not in _PREFIX_WARNED:
+        _PREFIX_WARNED.add(cls)
+        try:
+            template = cls.cut_prefix.__globals__["TEMPLATE"]
+            anchor = template.get("start_anchor", template.get("start_anchor_pattern"))
+        except (AttributeError, KeyError, TypeError):
+            anchor = None
+        shown = "" if anchor is None else f" ({anchor!r})"
+        warnings.warn(
+            PrefixWarning(
+                f"prefix: the template's start anchor{shown} is not in the prefix ({len(prefix)} characters), so all "
+                "of it is read as the start of the assistant message (prompt text becomes content or tool calls, "
+                "as in the reference); pass the prompt up to and including its generation prompt, or prefix=\"\" "
+                "when the output holds the whole message (given once per template)"
+            ),
+            stacklevel=4,
+        )
+    return text
 
 
 _TIMEOUT_FIX = (
@@ -179,7 +216,7 @@ class ParserBase:
         self._lenient = _malformed_mode(on_malformed, ("raise", "event")) != "raise"
         self.initial_events: list[dict] = []
         if prefix:
-            text = self.cut_prefix(prefix)
+            text = _cut_prefix(type(self), prefix)
             if text:
                 self._commit(self.initial_events, text, False)
 
@@ -269,7 +306,7 @@ class ParserBase:
             return message
         if regex_timeout is not scan.REGEX_TIMEOUT:  # (the default needs no check)
             regex_timeout = _time_bound(regex_timeout)
-        return cls.__new__(cls)._whole(cls.cut_prefix(prefix) if prefix else "", text, tools, errors, regex_timeout)
+        return cls.__new__(cls)._whole(_cut_prefix(cls, prefix) if prefix else "", text, tools, errors, regex_timeout)
 
     def _whole(
         self, prefix: str, text: str, tools: Iterable[dict | Callable] | None, errors: list | None, timeout: Any
