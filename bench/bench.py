@@ -290,21 +290,32 @@ LONG_HOLDS = [
 ]
 
 
-def bench_long_holds(sizes: list[int], ref_sizes: list[int]) -> str:
+#: text after the end of turn (pad tokens, the next turn), fed in 4-character chunks: the
+#: end-of-turn close ``...[\s\S]*`` holds it to finalize (see docs/models.md)
+TAILS = [
+    ("pads after <|im_end|> (qwen3)", "qwen3", "The answer is 42.<|im_end|>", "<pad>"),
+    ("next turns after <|user|> (glm-4.5)", "glm-4.5", "\n<think>a</think>\nok<|user|>", "\nthanks<|assistant|>"),
+    ("pads after a call's </s> (mistral-small-3.1)", "mistral-small-3.1",
+     '[TOOL_CALLS] [{"name": "f", "arguments": {}, "id": "abcdefghi"}]</s>', "</s>"),
+]
+
+
+def bench_long_holds(sizes: list[int], ref_sizes: list[int], holds: list = LONG_HOLDS, title: str = "") -> str:
     """Each long hold at growing sizes: respc's cost per chunk stays flat (linear in all);
     the reference rescans the held text at every chunk (quadratic: its cost per chunk grows
-    with the size, so it runs at the small sizes only)."""
+    with the size, so it runs at the small sizes only; the speed-up where both ran)."""
     rows = []
-    for label, name, head, unit in LONG_HOLDS:
+    for label, name, head, unit in holds:
         template = load_template_file(ROOT / "templates" / f"{name}.json")
         compiled = respc.compile_template(template)
         ref_template = load_response_template(template) if RefParser is not None else None
         for size in sorted(set(sizes) | (set(ref_sizes) if ref_template is not None else set())):
             chunks = chunks_of(head + unit * size)
             row = [label, f"{size / 1000:,.0f} KB", str(len(chunks))]
-            if size in sizes:
-                elapsed = interleaved({"respc": stream_respc(compiled, chunks)}, 3)["respc"]
-                row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks))]
+            mine = None
+            if size in sizes or size in ref_sizes:
+                mine = interleaved({"respc": stream_respc(compiled, chunks)}, 3)["respc"]
+                row += [f"{mine:.3f}", fmt_us(mine / len(chunks))]
             else:
                 row += ["-", "-"]
             if ref_template is not None:
@@ -313,14 +324,15 @@ def bench_long_holds(sizes: list[int], ref_sizes: list[int]) -> str:
                     expected = stream_ref(ref_template, chunks)()
                     elapsed = perf() - start
                     assert stream_respc(compiled, chunks)() == expected, (label, size)
-                    row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks))]
+                    row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks)), f"{elapsed / mine:.0f}x"]
                 else:
-                    row += ["-", "-"]
+                    row += ["-", "-", "-"]
             rows.append(row)
     headers = ["held text", "size", "chunks", "respc s", "respc us/chunk"]
     if RefParser is not None:
-        headers += ["reference s", "reference us/chunk"]
-    return "### Long holds, 4-character chunks: linear (flat cost per chunk) at any length\n\n" + table(headers, rows)
+        headers += ["reference s", "reference us/chunk", "speed-up"]
+    title = title or "Long holds, 4-character chunks: linear (flat cost per chunk) at any length"
+    return f"### {title}\n\n" + table(headers, rows)
 
 
 def bench_serving(workloads: list[dict], repeats: int) -> str:
@@ -489,7 +501,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller long streams")
     parser.add_argument(
-        "--only", choices=["streaming", "flat", "held", "holds", "serving", "oneshot", "memory", "compile"]
+        "--only", choices=["streaming", "flat", "held", "holds", "tail", "serving", "oneshot", "memory", "compile"]
     )
     parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
@@ -513,6 +525,10 @@ def main() -> int:
         "held": lambda: bench_held_regex(200_000, 20_000, 3),
         "holds": lambda: bench_long_holds(
             [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000]
+        ),
+        "tail": lambda: bench_long_holds(
+            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000], TAILS,
+            "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
         ),
         "serving": lambda: bench_serving(workloads, repeats * 3),
         "oneshot": lambda: bench_one_shot(workloads, repeats),

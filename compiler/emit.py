@@ -22,7 +22,7 @@ import jinja2
 import regex
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
-from .regexinfo import lazy_group_split, may_backtrack, regex_only, run_splits, word_key_head
+from .regexinfo import lazy_group_split, may_backtrack, regex_only, run_splits, tail_splits, word_key_head
 from .validate import PLACEHOLDER
 from ..runtime.scan import REGEX_WS as _REGEX_WS
 from ..runtime.scan import SHORT_BEGINNINGS, beginnings as _scan_beginnings
@@ -730,6 +730,43 @@ def _run_holds(state: State, regex_names: dict, regexes: list[dict]) -> str:
     return "(" + "".join(e + ", " for e in entries) + ")" if entries else "()"
 
 
+def _tail_holds(state: State, regex_names: dict, regexes: list[dict]) -> str:
+    """Source of the state's ``tails`` (see runtime/scan.py's State): for each way a watched
+    regex delimiter runs to the end (``HEAD`` + everything, regexinfo.tail_splits), the regex
+    of ``HEAD`` and those that must not match where it does (the alternatives the delimiter
+    tries first, the state's other delimiters), compiled at module level. None of them may be
+    matched under the time bound (a held text is matched once, without it)."""
+
+    def named(source: str, note: str) -> str:
+        if source in regex_names and not regex_names[source].endswith(BOUNDED):
+            return regex_names[source]
+        for r in regexes:
+            if r["pattern"] == source and r["name"].startswith("_RE_TAIL_"):
+                return r["name"]
+        regexes.append({"name": f"_RE_TAIL_{len(regexes)}", "pattern": source, "path": note})
+        return regexes[-1]["name"]
+
+    def source_of(d: Delimiter) -> str:
+        return d.pattern if d.pattern is not None else "|".join(regex.escape(lit) for lit in d.literals)
+
+    entries = []
+    for w in state.watches:
+        d = w.delim
+        if d.kind != "regex":
+            continue
+        others = [x.delim for x in state.watches if x is not w]
+        if any(may_backtrack(source_of(o)) for o in others):
+            continue
+        for head, before in tail_splits(d.pattern):
+            if may_backtrack(head) or any(may_backtrack(b) for b in before):
+                continue
+            names = [named(head, comment_text(d.path) + " (tail hold: its head)")]
+            names += [named(b, comment_text(d.path) + " (tail hold: an alternative tried first)") for b in before]
+            names += [named(source_of(o), comment_text(o.path) + " (tail hold: another delimiter)") for o in others]
+            entries.append(f"({names[0]}, ({''.join(n + ', ' for n in names[1:])}))")
+    return "(" + "".join(e + ", " for e in entries) + ")" if entries else "()"
+
+
 def _quiet_state(
     s: State, idents: list[str], regex_names: dict, memo_slots: dict[str, int], context: int, tables: list[dict]
 ) -> dict | None:
@@ -909,6 +946,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     runs_of: dict[int, str] = {}  # IR state index -> its run holds (see _run_holds)
     for s in ir.states:
         runs_of[s.index] = _run_holds(s, regex_names, regexes)
+    tails_of = {s.index: _tail_holds(s, regex_names, regexes) for s in ir.states}  # (see _tail_holds)
     free_state = ir.states[-1]
     state_records = []
     # per runtime state (fields in order, then the free state): the IR state it scans in
@@ -929,6 +967,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "memos": literal(memos),
                 "ws_hold": bool(quiet and quiet["ws_hold"]),
                 "runs": runs_of[st.index],
+                "tails": tails_of[st.index],
             }
         )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]

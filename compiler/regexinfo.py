@@ -30,6 +30,8 @@ __all__ = [
     "lookback",
     "may_backtrack",
     "run_splits",
+    "tail_split",
+    "tail_splits",
     "regex_only",
     "word_key_head",
 ]
@@ -832,3 +834,117 @@ def _balanced(text: str) -> bool:
             if depth < 0:
                 return False
     return depth == 0
+
+
+# --- a delimiter that runs to the end of the text -------------------------------------
+#: spellings of "any characters, as many as there are" (greedy or possessive) at the end of
+#: a pattern; ``.`` matches every character since templates are compiled with DOTALL. A lazy
+#: ``[\s\S]*?`` is not one (at the end of a pattern it matches nothing).
+_TAILS = tuple(
+    wrap.format(t + q)
+    for t in ("[\\s\\S]", "[\\S\\s]", "[\\w\\W]", "[\\W\\w]", "[\\d\\D]", "[\\D\\d]", ".")
+    for q in ("*", "*+")
+    for wrap in ("{}", "(?:{})", "(?s:{})")
+)
+_HEAD_UNSAFE = _LOOKS_AROUND + ("(?P<", "^", "$", "\\z")
+
+
+def tail_split(pattern: str) -> str | None:
+    r"""``HEAD`` when ``pattern`` is ``HEAD`` followed by a match of everything to the end of
+    the text (``[\s\S]*``, ``(?s:.*)``, or ``.*``, DOTALL as templates are compiled; see
+    _TAILS), at the top level, and ``HEAD`` cannot look past its own match: no top-level
+    alternatives, lookarounds, anchors, word boundaries, back references or named groups, and
+    it cannot match empty. None otherwise.
+
+    Once ``HEAD`` has matched (completely) at some position, ``pattern`` matches from there
+    to the end of the text however the text goes on, and its match has no captures: a held
+    match there is final but for its end (the runtime's tail hold, runtime/base.py).
+    Conservative: None for what it does not understand.
+    """
+    if regex_only(pattern):
+        return None
+    for tail in _TAILS:
+        if not pattern.endswith(tail) or len(pattern) == len(tail):
+            continue
+        head = pattern[: -len(tail)]
+        backslashes = len(head) - len(head.rstrip("\\"))
+        if backslashes % 2 or any(token in head for token in _HEAD_UNSAFE):
+            return None
+        if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", head) or not _balanced(head):
+            return None
+        if any(depth == 0 and c == "|" for _, c, depth in _structure(head)):
+            return None
+        whole, head_tree = _sre_tree(pattern), _sre_tree(head)
+        if whole is None or head_tree is None:
+            return None
+        tree, sre = whole
+        if len(list(tree)) != len(list(head_tree[0])) + 1 or not _matches_everything(list(tree)[-1], sre):
+            return None
+        try:
+            if regex.fullmatch(head, "", flags=regex.DOTALL) is not None:
+                return None  # a head that matches nothing: the delimiter would match anywhere
+        except regex.error:
+            return None
+        return head
+    return None
+
+
+def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
+    r"""``(HEAD, BEFORE)`` for each way a match of ``pattern`` can run to the end of the text:
+    the whole pattern is ``HEAD`` + everything (:func:`tail_split`; ``BEFORE`` is empty), or one
+    of its top-level alternatives is (``BEFORE``: the alternatives before it, which the regex
+    tries first), or it is ``\s*(?:A1|...|Ak)`` with no ``Ai`` able to start with whitespace
+    (then it is ``\s*A1|...|\s*Ak``: the run is taken whole whichever alternative matches)
+    and some ``\s*Ai`` is. A held match from where ``HEAD`` matched, where no ``BEFORE``
+    matches even partially, runs to the end of the text whatever follows. Conservative:
+    ``[]`` for what it does not understand."""
+    if regex_only(pattern):
+        return []
+    head = tail_split(pattern)
+    if head is not None:
+        return [(head, ())]
+    try:
+        branches = _split_alternatives(pattern)
+        if len(branches) == 1:
+            body = pattern[3:]
+            if not pattern.startswith("\\s*(?:") or _group_end(body, 0) != len(body) - 1:
+                return []
+            alternatives = _split_alternatives(body[3:-1])
+            for alternative in alternatives:
+                if any(regex.match(r"\s", c) for c in _required_firsts(alternative)):
+                    return []
+            branches = ["\\s*" + alternative for alternative in alternatives]
+    except (_Unknown, IndexError):
+        return []
+    out = []
+    for j, branch in enumerate(branches):
+        head = tail_split(branch)
+        if head is not None:
+            out.append((head, tuple(branches[:j])))
+    return out
+
+
+def _matches_everything(item: tuple, sre: Any) -> bool:
+    """True when the parse-tree ``item`` is a repetition from 0 without bound of one
+    character class that holds every character (in a group that captures nothing)."""
+    op, arg = item
+    while op is sre.SUBPATTERN and arg[0] is None and len(list(arg[-1])) == 1:
+        op, arg = list(arg[-1])[0]
+    if op not in (sre.MAX_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)):
+        return False
+    low, high, body = arg
+    body = list(body)
+    if low != 0 or high != sre.MAXREPEAT or len(body) != 1:
+        return False
+    op, arg = body[0]
+    if op is sre.ANY:
+        return True  # DOTALL
+    if op is not sre.IN:
+        return False
+    pairs = (
+        {sre.CATEGORY_SPACE, sre.CATEGORY_NOT_SPACE},
+        {sre.CATEGORY_WORD, sre.CATEGORY_NOT_WORD},
+        {sre.CATEGORY_DIGIT, sre.CATEGORY_NOT_DIGIT},
+    )
+    categories = {a for o, a in arg if o is sre.CATEGORY}
+    return len(categories) == len(list(arg)) and any(pair <= categories for pair in pairs)

@@ -38,7 +38,7 @@ from . import ray  # noqa: E402  (Ray Data helpers; imports no `ray` package)
 from .batch import BatchError, RowError, parse_batch  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
-from .runtime.base import RegexTimeout  # noqa: E402
+from .runtime.base import PrefixWarning, RegexTimeout  # noqa: E402
 from .runtime.loader import CacheWarning  # noqa: E402
 from .runtime.scan import REGEX_BUDGET, REGEX_TIMEOUT  # noqa: E402
 
@@ -63,6 +63,7 @@ __all__ = [
     "BatchError",
     "CacheWarning",
     "CompiledTemplate",
+    "PrefixWarning",
     "ResponseParser",
     "RowError",
     "TemplateError",

@@ -81,9 +81,12 @@ cdef class ParserBase:
     cpdef _keep_context(self, str text)
     @cython.locals(record=State)
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
+    @cython.locals(record=State)
+    cpdef _check_tail(self, str buf, Py_ssize_t pos)
     cpdef _check_run(self, str held)
     cpdef dict _message(self)
 
 
+cpdef str _cut_prefix(cls, str prefix)
 cpdef _store(dict out, str name, join, bint repeats, value)
 cpdef dict _captures(match)

@@ -38,6 +38,7 @@ scan.timed) is caught once, in ``_commit``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, ClassVar
@@ -46,7 +47,7 @@ from . import scan
 from .scan import CLOSE, REGEX_WS, Field, State, only_ws
 from .tools import ToolTypes, coerce_value, tool_types
 
-__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "REGEX_WS", "RegexTimeout"]
+__all__ = ["CLOSE", "ParserBase", "PREFIX_REQUIRED", "PrefixWarning", "REGEX_WS", "RegexTimeout"]
 
 PREFIX_REQUIRED = (
     "prefix is required: pass the chat prompt that preceded the generation (prefix=...), because chat "
@@ -63,6 +64,42 @@ class RegexTimeout(TimeoutError):
     instead; ``respc lint`` points at patterns that can do this."""
 
 
+class PrefixWarning(UserWarning):
+    """A non-empty prefix holds no start anchor (the template's ``start_anchor`` or
+    ``start_anchor_pattern``): all of it is read as the start of the assistant message, so
+    prompt text (a user's ``<tool_call>``, say) becomes part of the message, as it does in
+    the reference. Given once per compiled template; pass the prompt up to and including its
+    generation prompt, or ``prefix=""`` when the output holds the whole message."""
+
+
+#: the parser classes that gave their PrefixWarning (once each)
+_PREFIX_WARNED: set = set()
+
+
+def _cut_prefix(cls: Any, prefix: str) -> str:
+    """``cls.cut_prefix(prefix)`` (a non-empty prefix), with a PrefixWarning, once per parser
+    class, when no start anchor is in it (the cut leaves all of it: one length compare)."""
+    text = _cut(cls, prefix)
+    if len(text) == len(prefix) and cls not in _PREFIX_WARNED:
+        _PREFIX_WARNED.add(cls)
+        try:
+            template = cls.cut_prefix.__globals__["TEMPLATE"]
+            anchor = template.get("start_anchor", template.get("start_anchor_pattern"))
+        except (AttributeError, KeyError, TypeError):
+            anchor = None
+        shown = "" if anchor is None else f" ({anchor!r})"
+        warnings.warn(
+            PrefixWarning(
+                f"prefix: the template's start anchor{shown} is not in the prefix ({len(prefix)} characters), so all "
+                "of it is read as the start of the assistant message (prompt text becomes content or tool calls, "
+                "as in the reference); pass the prompt up to and including its generation prompt, or prefix=\"\" "
+                "when the output holds the whole message (given once per template)"
+            ),
+            stacklevel=4,
+        )
+    return text
+
+
 _TIMEOUT_FIX = (
     "the pattern backtracks without bound on this text; fix it (respc lint names such patterns), "
     "or raise the bound with regex_timeout=..."
@@ -75,6 +112,10 @@ _BUDGET_FIX = (
 # Pieces of a growing text (a region's body, a lasting hold) are merged once this many
 # accumulate, so a long stream of small chunks does not keep one string per chunk.
 _MERGE_PARTS = 64
+
+# ``_stable`` of a held match that runs to the end of the text (see _check_tail): every
+# later feed is set aside.
+_TO_THE_END = True
 
 # A held whitespace run becomes a lasting hold once it is this long (shorter runs are
 # cheaper to rescan than to set aside).
@@ -105,7 +146,7 @@ class ParserBase:
         "_ban",  # the progress rule's position (see _commit; scans read it)
         "_memo",  # the held-regex memos the scans keep (see scan.State.memos)
         # a lasting hold (see _stays_held): the tail literal that ends it, "" for a
-        # whitespace run, or the regex of a run's class; the last characters seen; the
+        # whitespace run, the regex of a run's class, or _TO_THE_END; the last characters seen; the
         # text set aside meanwhile; how long a held text must be to be checked for a run
         "_stable",
         "_stable_edge",
@@ -183,7 +224,7 @@ class ParserBase:
         self._lenient = _malformed_mode(on_malformed, ("raise", "event")) != "raise"
         self.initial_events: list[dict] = []
         if prefix:
-            text = _cut(type(self), prefix)
+            text = _cut_prefix(type(self), prefix)
             if text:
                 self._commit(self.initial_events, text, False)
 
@@ -281,7 +322,7 @@ class ParserBase:
         if regex_budget is not scan.REGEX_BUDGET:
             regex_budget = _time_bound(regex_budget, "regex_budget")
         return cls.__new__(cls)._whole(
-            _cut(cls, prefix) if prefix else "", text, tools, errors, regex_timeout, regex_budget
+            _cut_prefix(cls, prefix) if prefix else "", text, tools, errors, regex_timeout, regex_budget
         )
 
     def _whole(
@@ -401,6 +442,8 @@ class ParserBase:
                             pos = found
                         if self._memo and pos < n:
                             self._check_stable(buf, pos)
+                        if pos < n and self._stable is None and self._states[self._state].tails:
+                            self._check_tail(buf, pos)
                         if self._runs and n - pos >= self._run_check and self._stable is None:
                             self._check_run(buf[pos:])
                     break
@@ -625,7 +668,9 @@ class ParserBase:
         follows a whitespace run, or a character out of a run's class follows the run);
         then the hold's text is given back (see _release)."""
         tail = self._stable
-        if type(tail) is not str:
+        if tail is _TO_THE_END:
+            pass  # (nothing ends it but the end of the stream)
+        elif type(tail) is not str:
             if tail.fullmatch(text) is None:  # (a run's class: see _check_run)
                 self._release()
                 return False
@@ -671,6 +716,26 @@ class ParserBase:
                 i = held.find(stop, i + 1)
             else:
                 self._stable = run
+                self._stable_edge = ""
+                return
+
+    def _check_tail(self, buf: str, pos: int) -> None:
+        """After a scan that holds ``buf[pos:]``: is the hold a match of a delimiter that runs
+        to the end of the text (``HEAD[\\s\\S]*``, scan.State.tails), whose ``HEAD`` is
+        complete, with no other delimiter of the state matching there? Then nothing but the
+        end of the stream decides it, the same way whatever follows: the hold lasts (what is
+        fed is set aside), and finalize closes it. (Both regexes match from ``pos``, a few
+        characters: no rescan of the held text.)"""
+        record: State = self._states[self._state]
+        for head, others in record.tails:
+            match = head.match(buf, pos, partial=True)
+            if match is None or match.partial:
+                continue
+            for other in others:
+                if other.match(buf, pos, partial=True) is not None:
+                    break
+            else:
+                self._stable = _TO_THE_END
                 self._stable_edge = ""
                 return
 

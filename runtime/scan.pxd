@@ -26,6 +26,7 @@ cdef class State:
     cdef readonly tuple memos
     cdef readonly bint ws_hold
     cdef readonly tuple runs
+    cdef readonly tuple tails
 
 cpdef Py_ssize_t ws_run_start(str buf, Py_ssize_t lo, Py_ssize_t hi)
 

@@ -144,13 +144,26 @@ class State:
     run_splits): a held text that ``alive`` (``HEAD C*``) matches whole, and where no ``F``
     ends a ``past`` (``HEAD C* F``) with a beginning of ``rest`` after it, is a match still
     inside its run of ``C``: it stays held while what follows is all ``C`` (``run``), and
-    the scan need not run.
+    the scan need not run. ``tails``: ``(head, others)`` for each watched delimiter that is
+    ``HEAD`` then everything to the end of the text (``[\\s\\S]*``; compiler/regexinfo.py's
+    tail_split): a held text that ``head`` matches from its start, where none of the state's
+    other delimiters (``others``) matches, even partially, is that delimiter's match for good
+    (more text only extends it to the end): it stays held to the end of the stream, and
+    what follows is set aside unscanned.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails")
 
     def __init__(
-        self, field: int, scan: Any, end_scan: Any, quiet: Any, memos: tuple, ws_hold: bool, runs: tuple = ()
+        self,
+        field: int,
+        scan: Any,
+        end_scan: Any,
+        quiet: Any,
+        memos: tuple,
+        ws_hold: bool,
+        runs: tuple = (),
+        tails: tuple = (),
     ):
         self.field = field
         self.scan = scan
@@ -159,9 +172,10 @@ class State:
         self.memos = memos
         self.ws_hold = ws_hold
         self.runs = runs
+        self.tails = tails
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs"))
+        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails"))
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:

@@ -7,7 +7,9 @@ model's exact format, and the message each must give. Every case is parsed
 
 - whole, and streamed in 1-character and seeded random chunks, to the expected message;
 - with each of the family's end-of-turn tokens appended (unless the case is cut off), to the
-  same message;
+  same message; and with text after the end of turn (a newline, pad tokens, the next turn in
+  the family's own format: the samples' ``next_turn``) to the same message again: it is not
+  part of the message;
 - by the reference (``transformers``' chat_parsing) with the same template: the same message,
   and the same events chunk by chunk.
 
@@ -16,12 +18,14 @@ Samples file shape (JSON)::
     {"family": "qwen3",
      "tools": [...OpenAI tool schemas, used to type arguments...],
      "end_tokens": ["<|im_end|>"],
+     "next_turn": "\n<|im_start|>user\nthanks<|im_end|>",
      "doc": {"format": ..., "reasoning": ..., "tool_calls": ..., "ids": ..., "prompt": ...,
              "source": ..., "not_covered": ...},
      "cases": [{"name": "reasoning_tool_call", "prefix": "...", "output": "...",
                 "expected": {...}, "cut": false, "tools": true}, ...]}
 
-A case's ``tools`` (default true) says whether the family's tools are passed when parsing.
+``next_turn`` is what a generation that runs on past the end of turn writes next (appended
+after an end token); every family has one. A case's ``tools`` (default true) says whether the family's tools are passed when parsing.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ def test_family_samples_are_complete(name):
     missing = [k for k in REQUIRED if k not in kinds]
     assert not missing, f"{name}: samples lack the cases {missing}"
     doc = samples["doc"]
+    assert isinstance(samples.get("next_turn"), str) and samples["next_turn"], f"{name}: next_turn must be filled in"
     for key in ("format", "reasoning", "tool_calls", "ids", "prompt", "source", "not_covered"):
         assert isinstance(doc.get(key), str) and doc[key], f"{name}: doc.{key} must be filled in"
     # the bundled name and the template file agree, under every spelling of the name
@@ -142,6 +147,45 @@ def test_family_case(name, case_name):
                 lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
             )
             assert_same(got_events, ref_events, f"events[{label}, {len(text)} chars]")
+
+
+def _after_turn(samples: dict) -> list[str]:
+    """What may follow the end of turn in a decoded generation: a trailing newline, pad tokens,
+    the family's end-of-text token repeated, the next turn."""
+    after = ["\n", "<pad>" * 3]
+    if "<|endoftext|>" in samples["end_tokens"]:
+        after.append("<|endoftext|>" * 3)
+    if samples.get("next_turn"):
+        after.append(samples["next_turn"])
+    return after
+
+
+@pytest.mark.parametrize("name", _families())
+def test_text_after_the_end_of_turn_is_ignored(name):
+    """Every whole case (not cut) with text after one of the family's end tokens (each token in
+    turn, case by case): the same message as without it, whole and streamed, and the same
+    events as the reference. Each text is streamed one way (1-character or seeded random chunks,
+    alternating), to keep the test's size in check."""
+    template, samples = _load(name)
+    compiled = respc.compile_template(template)
+    tokens = samples["end_tokens"]
+    cases = [c for c in samples["cases"] if not c.get("cut", False)]
+    for k, case in enumerate(cases):
+        tools = samples.get("tools") if case.get("tools", True) else None
+        prefix, expected = case["prefix"], case["expected"]
+        token = tokens[k % len(tokens)]
+        for j, after in enumerate(_after_turn(samples)):
+            text = case["output"] + token + after
+            where = f"{name}:{case['name']} + {token + after!r}"
+            assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected, where)
+            label, chunks = _chunkings(text, where)[1 + (j + k) % 4]
+            got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
+            assert_same(got_message, expected, f"{where} [{label}]")
+            ref_message, ref_events = _stream(
+                lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
+            )
+            assert_same(ref_message, expected, f"{where} [{label}, reference]")
+            assert_same(got_events, ref_events, f"events[{where}, {label}]")
 
 
 def test_every_family_is_documented():
