@@ -527,7 +527,7 @@ def main() -> int:
             [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000]
         ),
         "tail": lambda: bench_long_holds(
-            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000], TAILS,
+            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [1_000, 4_000], TAILS,
             "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
         ),
         "serving": lambda: bench_serving(workloads, repeats * 3),
