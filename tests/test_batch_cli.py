@@ -18,6 +18,9 @@ import respc
 from test_cli import assert_one_line_error
 from test_cli import respc as respc_cli
 
+# files through `respc parse-batch` child processes (the quick tier, pytest -m "not slow", leaves them out)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = json.loads((ROOT / "templates" / "samples" / "qwen3.json").read_text(encoding="utf-8"))
 BROKEN_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {city: Paris}}\n</tool_call>'

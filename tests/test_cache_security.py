@@ -22,7 +22,10 @@ from respc import api
 from respc.compiler import compile_source
 from respc.runtime import loader
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX owners, modes, FIFOs and symbolic links")
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="POSIX owners, modes, FIFOs and symbolic links"),
+    pytest.mark.slow,  # child processes (the quick tier, pytest -m "not slow", leaves this module out)
+]
 
 CACHED = {"start_anchor": "S", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "int"}}}
 OTHER = {"start_anchor": "S", "fields": {"w": {"open": "<w>", "close": "</w>"}}}

@@ -244,6 +244,7 @@ def test_parse_failure_on_bad_output_is_reported(tmp_path):
     assert respc("parse", path, "-", "--no-prefix", stdin="<n> 42 </n>").stdout.strip() == '{\n  "n": 42\n}'
 
 
+@pytest.mark.slow  # (regenerates or collects a lot: the quick tier leaves it out)
 def test_build_check_reports_fresh_and_stale(tmp_path):
     templates = tmp_path / "templates"
     out = tmp_path / "generated"

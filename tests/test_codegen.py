@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 import regex
+from optional import needs
+
+needs("hypothesis")
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,6 +152,7 @@ def test_template_strings_never_become_code(evil, tmp_path):
     assert out["t" + evil] == {evil: "fn", "lit": [evil, 1.5, None, True], "c": "payload"}
 
 
+@pytest.mark.slow  # (regenerates or collects a lot: the quick tier leaves it out)
 def test_generated_modules_are_fresh():
     """generated/ is exactly what `respc build` makes from templates/ (never hand-edited)."""
     templates = sorted((ROOT / "templates").glob("*.json"))
@@ -230,6 +235,7 @@ def test_deeply_nested_defaults_and_transforms_compile_and_match_the_reference(t
     it, and parsing gives the reference's message."""
     import copy
 
+    needs("transformers.utils.chat_parsing")
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
     from respc.compiler import compile_source
@@ -265,6 +271,7 @@ def test_a_module_that_does_not_compile_is_not_cached(tmp_path, monkeypatch):
     assert loader.read_cached("sha256:" + "0" * 64) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None, derandomize=True)
 @given(
     lit=st.text(alphabet="<|ab", min_size=1, max_size=4),

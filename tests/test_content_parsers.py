@@ -11,6 +11,10 @@ import math
 import random
 
 import pytest
+from optional import needs
+
+needs("hypothesis", "transformers.utils.chat_parsing")
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -1259,6 +1263,7 @@ def gen_call_list_text(rng):
     return mutate(rng, text, CALL_PIECES) if rng.random() < 1 / 3 else text
 
 
+@pytest.mark.slow
 @settings(max_examples=5000, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**64 - 1))
 def test_call_list_matches_reference_on_generated_texts(seed):
@@ -1271,6 +1276,7 @@ def test_call_list_matches_reference_on_generated_texts(seed):
 SOUP = st.text(st.sampled_from(list("[](){}=,:\"'\\ \n\t\rafT1-.eE+_\u00e9\ud800\x0b")), max_size=24)
 
 
+@pytest.mark.slow
 @settings(max_examples=4000, deadline=None, derandomize=True)
 @given(prefix=st.sampled_from(["", "[", "[f(", "[f(a=", '[f(a="', "[f(a=[", '[f(a={"k":']), text=SOUP)
 def test_call_list_matches_reference_on_character_soup(prefix, text):
@@ -1316,6 +1322,7 @@ def gen_lax_json(rng, depth=0):
     return rng.choice(["1", "-2.5", "true", "null", "[]", "{}", "1e400", "x"])
 
 
+@pytest.mark.slow
 @settings(max_examples=5000, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**64 - 1), delims=st.booleans(), allow_non_json=st.booleans(), strip=st.booleans())
 def test_json_unquoted_keys_matches_reference_on_generated_texts(seed, delims, allow_non_json, strip):
@@ -1341,6 +1348,7 @@ XML_VALUE_PARSERS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, derandomize=True)
 @given(text=XML_PARAMS, merge=st.booleans(), value_parser=XML_VALUE_PARSERS)
 def test_xml_inline_merge_matches_reference_on_generated_texts(text, merge, value_parser):

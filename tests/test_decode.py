@@ -10,6 +10,10 @@ import random
 import struct
 
 import pytest
+from optional import needs
+
+needs("hypothesis")
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -138,6 +142,7 @@ def _json_like_texts(draw):
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None, derandomize=True)
 @given(text=_json_like_texts())
 def test_hypothesis_documents_are_json(text):

@@ -26,10 +26,11 @@ _HERE = Path(__file__).resolve().parent / "differential"
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-try:
-    import transformers.utils.chat_parsing  # noqa: F401  (the behavioural reference)
-except ImportError as exc:  # pragma: no cover - the test extra installs it
-    raise ImportError('the differential suite needs the reference: pip install ".[test]"') from exc
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
+pytestmark = pytest.mark.slow  # (the quick tier, pytest -m "not slow", leaves this module out)
 import respc  # noqa: E402
 
 import harness  # noqa: E402

@@ -18,6 +18,12 @@ _HERE = Path(__file__).resolve().parent / "differential"
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
+pytestmark = pytest.mark.slow  # (the quick tier, pytest -m "not slow", leaves this module out)
+
 import harness  # noqa: E402
 from transformers.utils import chat_parsing  # noqa: E402  (the behavioural reference)
 

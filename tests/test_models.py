@@ -37,6 +37,10 @@ from pathlib import Path
 
 import pytest
 
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
 from compare import assert_same
 from transformers.utils.chat_parsing import ResponseParser as RefParser  # the behavioural reference
 from transformers.utils.chat_parsing import parse_response as ref_parse
@@ -124,8 +128,10 @@ def test_family_samples_are_complete(name):
         assert respc.load(spelling).hash == compiled.hash, spelling
 
 
-@pytest.mark.parametrize(("name", "case_name"), _cases())
-def test_family_case(name, case_name):
+def _check_case(name: str, case_name: str, streams: slice) -> None:
+    """The case's expected message from the reference, from a whole parse, and from streams
+    of the ``streams`` chunkings of ``_chunkings`` (whole, 1-char, random0..2), whose events
+    must be the reference's."""
     template, samples, case = _case(name, case_name)
     tools = copy.deepcopy(samples.get("tools")) if case.get("tools", True) else None
     expected = case["expected"]
@@ -140,13 +146,24 @@ def test_family_case(name, case_name):
         outputs += [output + token for token in samples.get("end_tokens", [])]
     for text in outputs:
         assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected)
-        for label, chunks in _chunkings(text, f"{name}:{case_name}:{len(text)}"):
+        for label, chunks in _chunkings(text, f"{name}:{case_name}:{len(text)}")[streams]:
             got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
             assert_same(got_message, expected)
             ref_message, ref_events = _stream(
                 lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
             )
             assert_same(got_events, ref_events, f"events[{label}, {len(text)} chars]")
+
+
+@pytest.mark.parametrize(("name", "case_name"), _cases())
+def test_family_case(name, case_name):
+    _check_case(name, case_name, slice(0, 1))  # a whole parse, and one stream of the whole text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "case_name"), _cases())
+def test_family_case_chunked(name, case_name):
+    _check_case(name, case_name, slice(1, None))  # 1-character and seeded random chunks
 
 
 def _after_turn(samples: dict) -> list[str]:

@@ -112,6 +112,7 @@ def test_cli_compile_strict(tmp_path):
     assert run.returncode == 2 and run.stderr.startswith("respc: error: fields.x.repeats:")
 
 
+@pytest.mark.slow  # (regenerates or collects a lot: the quick tier leaves it out)
 def test_build_check_reads_the_checkout(tmp_path):
     """`respc build --check` in a checkout checks that checkout's templates/ and generated/
     (not the installed package's): a copy with an edited template is stale."""

@@ -96,6 +96,7 @@ def test_version_names_the_runtime():
 
 
 @pytest.mark.skipif(not respc.COMPILED_RUNTIME, reason="the runtime is not compiled (editable install)")
+@pytest.mark.slow
 def test_python_sources_against_the_reference_too():
     """With the compiled runtime installed, the rest of the suite checks it; this runs its
     Python sources through a seeded differential batch of their own (zero mismatches)."""

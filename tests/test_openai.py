@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from optional import needs
+
+needs("hypothesis", "transformers.utils.chat_parsing")
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_models import _chunkings, _families, _load
@@ -126,6 +130,7 @@ def _check(name: str, case: dict, tools: list | None, chunks: list[str], label: 
             assert json.loads(call["function"]["arguments"]) == arguments, where
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _families())
 def test_deltas_add_up_to_the_parsed_message(name):
     _, samples = _load(name)
@@ -152,6 +157,7 @@ def test_any_chunking_gives_the_same_message(item, sizes):
 def test_the_openai_client_accumulates_the_same_message():
     """The openai package's own accumulator, fed ChatCompletionChunk objects built from the
     deltas, ends with respc's message (as to_message gives it)."""
+    needs("openai")
     from openai.lib.streaming.chat import ChatCompletionStreamState
     from openai.types.chat import ChatCompletionChunk
 
@@ -404,6 +410,7 @@ def test_xml_parameters_stream_for_any_chunking(parameters, sizes):
     assert json.loads("".join(_argument_deltas(deltas))) == arguments, body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _families())
 def test_bare_chunk_events_give_the_same_deltas(name):
     """Without spans, DeltaParser has the parser give each region_chunk as its text alone

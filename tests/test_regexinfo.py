@@ -11,6 +11,10 @@ import sys
 
 import pytest
 import regex
+from optional import needs
+
+needs("hypothesis")
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +66,7 @@ def _compile(pattern):
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=4000, deadline=None, derandomize=True)
 @given(pattern=patterns(), text=texts)
 def test_every_match_begins_as_lead_says(pattern, text):
@@ -150,6 +155,7 @@ def _outcome_candidates(compiled, info, text, pos, eos):
     return ("hold", len(text))
 
 
+@pytest.mark.slow
 @settings(max_examples=1200, deadline=None, derandomize=True)
 @given(pattern=patterns(), text=texts, data=st.data())
 def test_candidate_loop_equals_regex_search(pattern, text, data):
@@ -167,6 +173,7 @@ def test_candidate_loop_equals_regex_search(pattern, text, data):
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=1200, deadline=None, derandomize=True)
 @given(pattern=patterns(), text=texts, more=texts, data=st.data())
 def test_held_gap_match_stays_held_until_its_tail_appears(pattern, text, more, data):
@@ -252,6 +259,7 @@ def tag_patterns(draw):
 tag_texts = st.text(alphabet="ab<>/|. \n", max_size=24)
 
 
+@pytest.mark.slow
 @settings(max_examples=2500, deadline=None, derandomize=True)
 @given(pattern=tag_patterns(), text=tag_texts)
 def test_lazy_group_split_finds_the_same_matches(pattern, text):
@@ -312,6 +320,7 @@ KEYED_PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None, derandomize=True)
 @given(tag=st.sampled_from(KEYED_TAGS), pieces=st.lists(KEYED_PIECES, max_size=30))
 def test_word_key_head_finds_the_same_matches(tag, pieces):
@@ -355,6 +364,7 @@ def test_word_key_head_examples():
         assert word_key_head(none) is None, none
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None, derandomize=True)
 @given(pattern=patterns(), ws=st.sampled_from(["", " ", "\n ", "\t"]), data=st.data())
 def test_a_proper_beginning_of_a_prefix_is_a_partial_match(pattern, ws, data):
@@ -464,6 +474,7 @@ def test_regex_only_syntax_is_recognised(pattern):
 
 def test_fuzzy_delimiter_matches_as_the_reference_does():
     import respc
+    needs("transformers.utils.chat_parsing")
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
     template = {"start_anchor": "S", "fields": {"x": {"open_pattern": "(?:<t>){e<=1}", "close": "</t>"}, "content": {}}}

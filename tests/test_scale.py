@@ -21,6 +21,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from optional import needs
+
+needs("hypothesis")
+
+pytestmark = pytest.mark.slow  # (the quick tier, pytest -m "not slow", leaves this module out)
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 
 import pytest
+from optional import needs
 
 import respc
 
@@ -138,6 +139,7 @@ BAD = 'a<tc>{"x": 1}</tc>b<tc>{bad</tc><m>{"y": 2}</m><ans>forty</ans>c'
 
 
 def test_malformed_regions_raise_by_default_as_the_reference_does():
+    needs("transformers.utils.chat_parsing")
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
     with pytest.raises(ValueError) as ours:

@@ -13,6 +13,10 @@ import pathlib
 import pytest
 
 import respc
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
 from compare import assert_same, run_stream
 from transformers.utils.chat_parsing import ResponseParser as RefParser
 from transformers.utils.chat_parsing import parse_response as ref_parse

@@ -14,6 +14,10 @@ import pytest
 import respc
 from respc.compiler.ir import build_ir
 
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
 from transformers.utils import chat_parsing  # the reference: installed by the test extra
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,6 +14,10 @@ import warnings
 import pytest
 
 import respc
+from optional import needs
+
+needs("transformers.utils.chat_parsing")
+
 from transformers.utils.chat_parsing import parse_response as ref_parse
 
 
