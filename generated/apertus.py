@@ -58,6 +58,10 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:\\]\\s*<\\|tools_suffix\\|>|<\\|tools_suffix\\|>|<\\|assistant_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 
 
 def _finish_reasoning_content(body, caps):
@@ -97,7 +101,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -165,9 +169,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|inner_prefix|>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|inner_prefix|>", i):
-            i = buf.find("<|inner_prefix|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|inner_prefix|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|inner_prefix|>", i):
+                i = buf.find("<|inner_prefix|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 15)
         if i >= 0:
             best = (i, i + 16, 0, None)
             lim = i
@@ -180,16 +197,16 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:
         m = (
-            _RE_TOOL_CALLS_OPEN_1.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -299,7 +316,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -309,7 +326,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -319,7 +336,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -329,7 +346,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

@@ -51,6 +51,9 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:>>>all\\n|<\\|eot_id\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:(?=>>>)|<\\|eot_id\\|>))", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -126,9 +129,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?:(?=>>>)|<\\|eot_id\\|>)
         m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
+            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -274,7 +277,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -284,7 +287,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -294,7 +297,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

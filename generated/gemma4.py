@@ -67,6 +67,18 @@ _RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|tool_call>call:)[\\w.-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|tool_call>call:)[\\w.-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "[\\w.-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -206,7 +218,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -290,9 +302,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel>thought
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|channel>thought", i):
-            i = buf.find("<|channel>thought", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|channel>thought", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|channel>thought", i):
+                i = buf.find("<|channel>thought", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 16)
         if i >= 0:
             best = (i, i + 17, 0, None)
             lim = i
@@ -480,7 +505,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -490,7 +515,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -509,6 +534,13 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
+                ),
             ),
         ),
         # the free state
@@ -526,6 +558,13 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_REST_0,
                     _RE_TOOL_CALLS_OPEN_0_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
                 ),
             ),
         ),

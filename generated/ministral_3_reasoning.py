@@ -46,6 +46,9 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 )  # fields.tool_calls.close_pattern
 _RE_CONTENT_CLOSE_2 = _regex.compile("\\s*</s>", _regex.DOTALL)  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -132,7 +135,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -184,9 +187,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?=\\[TOOL_CALLS\\])|\\s*</s>
         m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
+            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -209,9 +212,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal [THINK]
-        i = buf.find("[", pos)
-        if i >= 0 and not buf.startswith("[THINK]", i):
-            i = buf.find("[THINK]", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("[THINK]", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("[", pos)
+            if i >= 0 and not buf.startswith("[THINK]", i):
+                i = buf.find("[THINK]", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -381,7 +395,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -391,7 +405,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)

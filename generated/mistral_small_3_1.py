@@ -122,7 +122,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -175,9 +175,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open: literal [TOOL_CALLS]
-        i = buf.find("[", pos)
-        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
-            i = buf.find("[TOOL_CALLS]", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("[TOOL_CALLS]", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("[", pos)
+            if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+                i = buf.find("[TOOL_CALLS]", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 11)
         if i >= 0:
             best = (i, i + 12, 0, None)
             lim = i
@@ -291,7 +302,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)

@@ -53,6 +53,10 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|/tool_call\\|>|<\\|end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -163,16 +167,16 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"(?:arguments|parameters)\"\\s*:\\s*
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -295,7 +299,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -305,7 +309,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -315,7 +319,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

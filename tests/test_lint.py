@@ -101,3 +101,24 @@ def test_optional_tail_of_a_delimiter(pattern):
 def test_single_character_optional_tail_is_fine():
     assert _messages(_template(x={"open_pattern": r"<x>\s*", "close": "</x>"})) == []
     assert _messages(_template(x={"open_pattern": r"```(?:json)?\s*(?=\[)", "close": "</x>"})) == []
+
+
+@pytest.mark.parametrize("pattern", [r"[\s,]*</x>(?=y)", r"\s*?</x>"])
+def test_whitespace_run_the_scans_cannot_keep_linear(pattern):
+    template = _template(x={"open": "<x>", "close_pattern": pattern})
+    _one(template, "fields.x.close_pattern", "whitespace run")
+
+
+@pytest.mark.parametrize("pattern", [r"\s*(?=</x>)|\s*</y>", r"\s*</x>", r"(?<=\})\s*\}(?=y)", r"</x>\s*"])
+def test_whitespace_led_shapes_the_scans_keep_linear(pattern):
+    template = _template(x={"open": "<x>", "close_pattern": pattern})
+    assert not [m for m in _messages(template) if "whitespace run" in m]
+
+
+def test_no_bundled_template_has_a_whitespace_run_finding():
+    import respc
+
+    from respc.api import bundled_templates
+
+    for name in bundled_templates():
+        assert not [m for m in _messages(respc.load(name).template) if "whitespace run" in m], name
