@@ -335,6 +335,78 @@ def bench_long_holds(sizes: list[int], ref_sizes: list[int], holds: list = LONG_
     return f"### {title}\n\n" + table(headers, rows)
 
 
+
+def _first_tool_sample(name: str) -> tuple[dict, dict]:
+    data = json.loads((ROOT / "templates" / "samples" / f"{name}.json").read_text())
+    for case in data["cases"]:
+        if "tool_calls" in case.get("expected", {}):
+            return data, case
+    return data, data["cases"][0]
+
+
+def _region_spans(compiled, case: dict, tools) -> list[tuple[str, int, int]]:
+    """(field, start, end) of every region delimiter in the sample's output (output offsets)."""
+    parser = compiled.parser(prefix=case["prefix"], tools=tools, spans=True)
+    base = len(compiled.Parser.cut_prefix(case["prefix"])) if case["prefix"] else 0
+    events = list(parser.initial_events) + parser.feed(case["output"]) + parser.finalize()[1]
+    return [(e["field"], e["start"] - base, e["end"] - base) for e in events
+            if isinstance(e, dict) and e["type"] in ("region_open", "region_close")]
+
+
+def _timed(run) -> float:
+    start = perf()
+    try:
+        run()
+    except (ValueError, TypeError):
+        pass  # (a run where the template takes none: what finding that out cost counts)
+    return perf() - start
+
+
+def bench_linear(families: list[str], run: int, calls: int, ref: bool) -> str:
+    """Whitespace runs at every delimiter boundary of each family's first tool sample (the
+    worst boundary shown) and its tool calls repeated, at sizes n and 4n, whole and streamed
+    (4-character chunks): the growth ratio of 4x the input is about 4 when linear, 16 when
+    quadratic. The reference (whole, at the smaller sizes) beside it."""
+    rows = []
+    for name in families:
+        compiled = respc.load(name)
+        data, case = _first_tool_sample(name)
+        tools, out, prefix = data.get("tools"), case["output"], case["prefix"]
+        spans = _region_spans(compiled, case, tools)
+        ref_template = ref and RefParser is not None
+
+        def measure(texts):
+            whole = [_timed(lambda t=t: compiled.Parser.parse_whole(prefix, t, tools, regex_timeout=None)) for t in texts]
+            stream = [_timed(stream_respc(compiled, chunks_of(t), prefix, tools)) for t in texts]
+            return whole, stream
+
+        worst = None
+        for at in sorted({k for _, a, b in spans for k in (a, b) if 0 <= k <= len(out)}):
+            texts = [out[:at] + " " * k + out[at:] for k in (run, 4 * run)]
+            whole, stream = measure(texts)
+            if worst is None or max(whole[1], stream[1]) > max(worst[1][1], worst[2][1]):
+                worst = (at, whole, stream, texts[0])
+        calls_at = [(a, b) for f, a, b in spans if f == "tool_calls"]
+        if calls_at:
+            a, b = max(calls_at[0][0], 0), calls_at[-1][1]
+            call_texts = [out[:a] + out[a:b] * k + out[b:] for k in (calls, 4 * calls)]
+            call_whole, call_stream = measure(call_texts)
+        for label, (whole, stream), text in (
+            (f"{run:,}/{4 * run:,} spaces at {worst[0]}", (worst[1], worst[2]), worst[3]),
+            *([(f"{calls}/{4 * calls} calls", (call_whole, call_stream), call_texts[0])] if calls_at else []),
+        ):
+            row = [name, label]
+            for pair in (whole, stream):
+                row += [f"{pair[0] * 1000:.1f} / {pair[1] * 1000:.1f}", f"{pair[1] / max(pair[0], 1e-9):.1f}x"]
+            if ref_template:
+                row.append(f"{_timed(lambda: ref_parse(text, compiled.template, prefix=prefix, tools=tools)) * 1000:.1f}")
+            rows.append(row)
+    headers = ["family", "input (n / 4n)", "whole ms", "growth", "streamed ms", "growth"]
+    if ref:
+        headers.append("reference whole ms (n)")
+    return ("### Linear work: whitespace runs at delimiter boundaries, many tool calls "
+            "(growth of 4x the input: ~4x linear, ~16x quadratic)\n\n" + table(headers, rows))
+
 def bench_serving(workloads: list[dict], repeats: int) -> str:
     """The serving extensions' cost: streaming with spans=True and on_malformed="event",
     against the default parser (both off), on the same chunks."""
@@ -501,7 +573,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller long streams")
     parser.add_argument(
-        "--only", choices=["streaming", "flat", "held", "holds", "tail", "serving", "oneshot", "memory", "compile"]
+        "--only",
+        choices=["streaming", "flat", "held", "holds", "tail", "linear", "serving", "oneshot", "memory", "compile"],
     )
     parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
@@ -529,6 +602,10 @@ def main() -> int:
         "tail": lambda: bench_long_holds(
             [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [1_000, 4_000], TAILS,
             "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
+        ),
+        "linear": lambda: bench_linear(
+            sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
+            1_000 if args.quick else 4_000, 50 if args.quick else 500, RefParser is not None,
         ),
         "serving": lambda: bench_serving(workloads, repeats * 3),
         "oneshot": lambda: bench_one_shot(workloads, repeats),

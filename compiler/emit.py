@@ -22,7 +22,17 @@ import jinja2
 import regex
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
-from .regexinfo import lazy_group_split, may_backtrack, regex_only, run_splits, tail_splits, word_key_head
+from .regexinfo import (
+    WS_GUARD,
+    lazy_group_split,
+    lead,
+    may_backtrack,
+    regex_only,
+    run_splits,
+    tail_splits,
+    word_key_head,
+    ws_guard,
+)
 from .validate import PLACEHOLDER
 from ..runtime.scan import REGEX_WS as _REGEX_WS
 from ..runtime.scan import SHORT_BEGINNINGS, beginnings as _scan_beginnings
@@ -286,6 +296,7 @@ class _ScanWriter(Writer):
         self.beginnings = beginnings  # literals -> name of the module's set of their beginnings
         self.memo_slots = memo_slots
         self.first = True
+        self.free = False  # the free state's scan
         self.single = False  # the state watches one delimiter: commit it directly
         # Ties between candidates that start at one place and are as long are broken by the
         # watches' order (ir.State.watches). The scan checks literals first (cheap, and the
@@ -351,7 +362,10 @@ class _ScanWriter(Writer):
 
     def _watch_literal(self, w: Watch) -> None:
         lit = w.delim.literals[0]
-        self.find("i", lit)
+        if self.free and not self.single:
+            self._remembered_find(w.delim.path, lit, "i", "" if self.first else "lim")
+        else:
+            self.find("i", lit)
         with self.block("if i >= 0:"):
             self.candidate("i", f"i + {len(lit)}", w.action, "None", str(len(lit)))
         if len(lit) > 1:  # a one-character literal has no partial form
@@ -361,6 +375,35 @@ class _ScanWriter(Writer):
                 with self.block("if i >= 0:"):
                     self.line(f"i = _scan.partial_start(buf, i, {literal(lit)})")
                     self.hold_at("i")
+
+    def _remembered_find(self, path: str, lit: str, var: str = "i", top: str = "") -> None:
+        """``var = buf.find(lit, pos)`` (up to ``top``, if given, as :meth:`find` does) in the
+        free state, whose searches run to the end of the buffer and again each time the
+        state is entered (after every tool call): the outcome is remembered
+        (``self._memo[slot]``: where the search started, where it found ``lit`` or -1, and
+        from where nothing is known, all as offsets into the input), so a later search from
+        a place it covers starts where it left off."""
+        key = ("find", path, lit)
+        slot = self.memo_slots.get(key)
+        if slot is None:
+            slot = self.memo_slots[key] = len(self.memo_slots)
+        end = f"{top} + {len(lit)}" if top else ""
+        self.line("# (the last search's outcome is remembered: it is not run through the same text again)")
+        self.line("a = pos + self._off")
+        self.line(f"f = self._memo[{slot}]")
+        with self.block("if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):"):
+            again = f"buf.find({literal(lit)}, f[2] - self._off if f[2] - self._off > pos else pos{', ' + end if end else ''})"
+            self.line(f"{var} = f[1] - self._off if f[1] >= 0 else {again}")
+        with self.block("else:"):
+            find_into(self, var, lit, "pos", top)
+        if top:
+            # known up to where this search could find it (an occurrence past top is not looked for)
+            self.line(f"self._memo[{slot}] = (a, {var} + self._off if {var} >= 0 else -1, "
+                      f"({top} + 1 if {top} + {len(lit)} < n else n - {len(lit) - 1}) + self._off)")
+            with self.block(f"if {var} > {top}:"):
+                self.line(f"{var} = -1  # (remembered past where this search looks)")
+        else:
+            self.line(f"self._memo[{slot}] = (a, {var} + self._off if {var} >= 0 else -1, n + self._off - {len(lit) - 1})")
 
     def _watch_literal_set(self, w: Watch) -> None:
         d = w.delim
@@ -392,18 +435,21 @@ class _ScanWriter(Writer):
     def _watch_regex(self, w: Watch, free: bool) -> None:
         d = w.delim
         name = self.regex_names[d.pattern]
+        # a search (no lead known) of a whitespace-led pattern runs behind the guard
+        # (regexinfo.ws_guard): the same matches, not tried inside whitespace runs
+        searched = self.regex_names.get(("guard", d.pattern), name)
         if d.gap is None:
-            self._search(name, d.lead)
+            self._search(searched, d.lead, d.path)
         else:
             self._memo_check(d)
             with self.block("else:"):
-                self._search(name, d.lead)
+                self._search(searched, d.lead, d.path)
                 self._memo_store(d)
         if free and w.is_open and d.lead is None:
             # Progress rule (see docs/parity.md): no zero-width open again where a
             # region just opened and closed without consuming input.
             with self.block("if m is not None and m.end() == m.start() == self._ban - self._off:"):
-                self.line(f"m = ({_rx(name, 'search', 'buf, m.start() + 1')}) if m.start() < n else None")
+                self.line(f"m = ({_rx(searched, 'search', 'buf, m.start() + 1')}) if m.start() < n else None")
         with self.block("if m is not None:"):
             self.line("s, e = m.span()")
             if d.leans:
@@ -419,12 +465,12 @@ class _ScanWriter(Writer):
                 # open's, then a close's, which override the open's)
                 self.candidate("s", "e", w.action, "m" if d.groups else "None")
 
-    def _search(self, name: str, info: Any) -> None:
+    def _search(self, name: str, info: Any, path: str) -> None:
         """``m`` = the regex's leftmost match (whole or partial) from ``pos``, or None."""
         if info is None:
             self.line(f"m = {_rx(name, 'search', 'buf, pos')}")
         else:
-            self._candidates(name, info)
+            self._candidates(name, info, path)
 
     def _memo_check(self, d: Delimiter) -> None:
         """The ``if`` that keeps a remembered held match held; the caller writes its ``else:``."""
@@ -456,7 +502,7 @@ class _ScanWriter(Writer):
         with self.block("else:"):
             self.line(f"self._memo[{slot}] = None")
 
-    def _candidates(self, name: str, info: Any) -> None:
+    def _candidates(self, name: str, info: Any, path: str = "") -> None:
         """Run the regex only where a match can start (see regexinfo.lead): where one of its
         required literal prefixes occurs (found with ``str.find``) when all are longer than
         one character, else where one of its first characters does (skipping places where
@@ -473,7 +519,15 @@ class _ScanWriter(Writer):
             # earlier partial one can change the result
             self.line("bound = hold if best is None or best[0] > hold else best[0]")
         start = "j" if info.ws else "i"  # where a match at this candidate would start
-        self._find_first(looked, "pos", self._search_top(info) if by_prefix else "")
+        if self.free and self.first and by_prefix:
+            # (the free state's first search runs to the end each time the state is entered)
+            for number, prefix in enumerate(looked):
+                self._remembered_find(path, prefix, "j" if number else "i")
+                if number:
+                    with self.block("if j >= 0 and (i < 0 or j < i):"):
+                        self.line("i = j")
+        else:
+            self._find_first(looked, "pos", self._search_top(info) if by_prefix else "")
         with self.block("while i >= 0:"):
             self._try_candidate(name, info, looked, start, by_prefix)
         if by_prefix:
@@ -600,6 +654,7 @@ def _state(s: State, idents: list[str], regex_names: dict, memo_slots: dict[str,
         w.line("n = len(buf)")
         w.line("hold = n")
         w.single = len(s.watches) == 1
+        w.free = s.free
         if not w.single:
             w.line("best = None")
             w.line("lim = n  # where the best candidate starts")
@@ -895,14 +950,26 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
     memo_slots: dict[str, int] = {}
     memo_info: list[tuple[int, str]] = []  # per memo slot: (state, literal tail)
     regexes = []
+    guards: list[dict] = []  # (listed after the others: their numbers stay as they were)
 
-    def add_regex(pattern: str, path: str, ident: str) -> None:
+    def add_regex(pattern: str, path: str, ident: str, searched: bool = True) -> None:
         if pattern not in regex_names:
             bounded = may_backtrack(pattern)
             name = f"_RE_{ident.upper()}_{len(regexes)}" + (BOUNDED if bounded else "")
             regex_names[pattern] = name
             note = " (may backtrack without bound: matched under the time bound)" if bounded else ""
             regexes.append({"name": name, "pattern": pattern, "path": comment_text(path) + note})
+            if searched and lead(pattern) is None and ws_guard(pattern):
+                # searched (no lead): behind the guard, not tried inside whitespace runs
+                guarded = name[: -len(BOUNDED)] + "_WS" + BOUNDED if bounded else name + "_WS"
+                regex_names[("guard", pattern)] = guarded
+                guards.append(
+                    {
+                        "name": guarded,
+                        "pattern": f"{WS_GUARD}(?:{pattern})",
+                        "path": comment_text(path) + " (searched: not tried inside a whitespace run, see regexinfo.ws_guard)",
+                    }
+                )
 
     for f, ident in zip(ir.fields, idents):
         for d, role in ((f.open, "open"), (f.close, "close")):
@@ -922,7 +989,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                         )
     anchor = ir.anchor
     if not (anchor.kind == "literal" and not _has_border(anchor.literals[0])):
-        add_regex(anchor.regex_source, anchor.path, "anchor")
+        add_regex(anchor.regex_source, anchor.path, "anchor", searched=False)
+    regexes.extend(guards)
 
     methods = []  # the Parser's scan and quiet methods
     tables: list[dict] = []  # module-level tables the quiet tests read
@@ -965,7 +1033,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "end_scan": end_of[st.index],
                 "quiet": quiet["name"] if quiet else "None",
                 "memos": literal(memos),
-                "ws_hold": bool(quiet and quiet["ws_hold"]),
+                "ws_hold": bool(quiet and quiet["ws_hold"]) or st.ws_lasting,
                 "runs": runs_of[st.index],
                 "tails": tails_of[st.index],
             }

@@ -15,7 +15,17 @@ from typing import Any
 import regex
 
 from ..runtime.content import STREAMABLE
-from .regexinfo import Lead, gap_split, is_zero_width, lead, leans_on_end, lookback, regex_only, shortest_prefixes
+from .regexinfo import (
+    Lead,
+    gap_split,
+    is_zero_width,
+    lead,
+    leans_on_end,
+    lookback,
+    regex_only,
+    shortest_prefixes,
+    ws_lasting,
+)
 from .validate import REGEX_FLAGS, content_args_findings, format_path
 
 __all__ = ["Delimiter", "Field", "Watch", "State", "TemplateIR", "build_ir", "CLOSE"]
@@ -116,6 +126,21 @@ class State:
             return None
         firsts = sorted({c for info in leads for c in info.firsts})
         return tuple(firsts), any(info.ws for info in leads)
+
+    @property
+    def ws_lasting(self) -> bool:
+        """A held run of whitespace stays held, unchanged, while only whitespace follows:
+        no watched literal starts with whitespace, and every watched regex is
+        regexinfo.ws_lasting (no match is only whitespace; a partial one that read only
+        whitespace stays partial). See runtime/base.py's lasting holds."""
+        for w in self.watches:
+            d = w.delim
+            if d.is_literal:
+                if any(lit[:1].isspace() for lit in d.literals):
+                    return False
+            elif d.kind != "regex" or d.gap is not None or not ws_lasting(d.pattern):
+                return False
+        return bool(self.watches)
 
     @property
     def marks(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:

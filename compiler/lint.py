@@ -14,6 +14,9 @@ one a way a template that parses its author's samples fails on what a model writ
   known until its tail arrives, so the stream holds everything after the head until then;
 * nested quantifiers (``(a+)+``, ``(a|aa)*``): backtracking that can take exponential
   time on text that almost matches;
+* a delimiter that may start with a run taking whitespace in a shape the scans cannot keep
+  linear (``[\s,]*x(?=y)``, ``\s*?x(?=y)``: regexinfo.ws_rescans): searched from every position
+  inside a long whitespace run, quadratic in the run's length;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
   the tie always goes to the other one, so this field never opens;
 * an optional tail of two or more characters at the end of a delimiter (```` ```(?:json)? ````):
@@ -30,7 +33,7 @@ from typing import Any
 
 import regex
 
-from .regexinfo import _unique_group_names, regex_only, sre_modules
+from .regexinfo import _unique_group_names, regex_only, sre_modules, ws_rescans
 from .validate import format_path, validate_template
 
 __all__ = ["Finding", "lint"]
@@ -172,6 +175,16 @@ def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
                 "has a gap (.* before more pattern, as in a lookahead over a whole call list): a match is "
                 "not known until its tail arrives, so the stream holds all text after its head until then; "
                 "end the delimiter before the gap and let the field's content take it",
+            )
+        )
+    if path != "start_anchor_pattern" and ws_rescans(pattern):
+        out.append(
+            Finding(
+                path,
+                "may start with a run that takes whitespace, in a shape the scans cannot keep linear: a "
+                "search tries it from every position inside a long whitespace run, each reading the run to "
+                "its end (quadratic in the run's length, and regex_timeout does not bound it); start every "
+                "alternative with a greedy \\s* or \\s+ (or a literal) instead",
             )
         )
     if _NESTED.search(pattern):

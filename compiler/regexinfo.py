@@ -34,6 +34,9 @@ __all__ = [
     "tail_splits",
     "regex_only",
     "word_key_head",
+    "ws_guard",
+    "ws_lasting",
+    "ws_rescans",
 ]
 
 _META = set(".^$*+?{}[]\\|()")
@@ -234,6 +237,195 @@ def shortest_prefixes(texts: set[str] | list[str]) -> list[str]:
             kept.append(text)
     return kept
 
+
+
+#: the guard a search of a ws_guard pattern runs behind: a match starts where the search
+#: does (``\G``) or where no whitespace character comes before it
+WS_GUARD = "(?:\\G|(?<!\\s))"
+
+
+def ws_guard(pattern: str) -> bool:
+    """True when a search of ``pattern`` may run behind :data:`WS_GUARD` (``(?:\\G|(?<!\\s))(?:P)``)
+    and find exactly the same matches, and the guard saves the engine work: some branch
+    starts with a greedy ``\\s*`` or ``\\s+``, which the engine would otherwise run from
+    every position inside a whitespace run to its end (quadratic in the run's length).
+
+    Every branch must start with a greedy ``\\s*``/``\\s+`` (a match one character after a
+    whitespace character then has the same match, start aside, one character earlier: the
+    leftmost match never starts inside a run), ``\\A``/``^`` or a lookbehind that ends in a
+    character other than whitespace (no match can start right after whitespace), or a
+    group ``(?:...)``, not repeated, whose branches all do. Conservative: anything else
+    (inline flags, capturing groups around the whitespace, lazy runs) is False."""
+    if not pattern.startswith("(?") or pattern.startswith(("(?:", "(?<=")):
+        try:
+            leads = [_ws_start(branch) for branch in _split_alternatives(pattern)]
+        except (_Unknown, IndexError):
+            return False
+        return all(found is not None for found in leads) and any(leads)
+    return False
+
+
+def _ws_start(branch: str) -> bool | None:
+    """For :func:`ws_guard`: True when ``branch`` starts with a greedy whitespace run (in
+    every way of matching it, or some); False when no match of it can start right after
+    whitespace; None when neither is known."""
+    if branch.startswith(("\\s*", "\\s+")):
+        return None if branch[3:4] in ("?", "+", "{") else True
+    if branch.startswith(("\\A", "^")):
+        return False
+    if branch.startswith("(?<="):
+        close = _group_end(branch, 0)
+        for alternative in _split_alternatives(branch[4:close]):
+            if not _ends_in_non_ws(alternative):
+                return None
+        return False
+    if branch.startswith("(?:"):
+        close = _group_end(branch, 0)
+        if branch[close + 1 : close + 2] in ("?", "*", "+", "{"):
+            return None  # the group may be skipped (or repeated)
+        inner = [_ws_start(b) for b in _split_alternatives(branch[3:close])]
+        if any(found is None for found in inner):
+            return None
+        return any(inner)
+    return None
+
+
+def _ends_in_non_ws(text: str) -> bool:
+    """True when ``text`` (a lookbehind's branch) ends in one literal character that is not whitespace."""
+    if not text:
+        return False
+    k = len(text) - 1
+    slashes = len(text[:k]) - len(text[:k].rstrip("\\"))
+    c = text[k]
+    if slashes % 2:  # an escape: punctuation stands for itself (\s, \w, ... are classes)
+        return c.isascii() and not c.isalnum() and c != "_" and not c.isspace()
+    return c not in _META and not c.isspace()
+
+
+
+def ws_lasting(pattern: str) -> bool:
+    """True when no match of ``pattern`` is only whitespace (lookaheads included), and a
+    partial match that has read only whitespace stays partial while whitespace follows:
+    every branch is ``\\A``/``^`` or a lookbehind (optional), then greedy ``\\s*``/``\\s+``
+    (optional), then an element that needs a character other than whitespace. A held run
+    of whitespace then stays held, unchanged, while only whitespace follows (runtime/base.py's
+    lasting holds). Conservative: False where that is not known."""
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?<=", "(?P<", "(?=")):
+        return False  # inline flags
+    try:
+        return all(_lasting_branch(branch) for branch in _split_alternatives(pattern))
+    except (_Unknown, IndexError):
+        return False
+
+
+def _lasting_branch(branch: str) -> bool:
+    if branch.startswith(("\\A", "^")):
+        branch = branch[2:] if branch.startswith("\\A") else branch[1:]
+    elif branch.startswith("(?<="):
+        branch = branch[_group_end(branch, 0) + 1 :]
+    if branch.startswith(("\\s*", "\\s+")):
+        if branch[3:4] in ("?", "+", "{"):
+            return False
+        branch = branch[3:]
+    return _needs_non_ws(branch)
+
+
+def _needs_non_ws(text: str) -> bool:
+    """True when every match of ``text`` reads (consumes, or sees in a lookahead) a
+    character other than whitespace, and only greedy unbounded whitespace runs before it."""
+    if not text:
+        return False
+    c = text[0]
+    if c == "(":
+        close = _group_end(text, 0)
+        inner = text[1:close]
+        after = text[close + 1 :]
+        if inner.startswith("?="):
+            return all(_lasting_branch(b) for b in _split_alternatives(inner[2:])) or _needs_non_ws(after)
+        if inner.startswith("?P<"):
+            inner = inner[inner.find(">") + 1 :]
+        elif inner.startswith("?:"):
+            inner = inner[2:]
+        else:
+            return False  # other lookarounds, atomic groups, flags
+        if after[:1] in ("?", "*"):
+            rest = after[1:]
+        elif after[:1] == "+":
+            rest = after[1:]
+            if rest.startswith(("?", "+")):
+                return False
+            return all(_lasting_branch(b + rest) for b in _split_alternatives(inner))
+        elif after.startswith("{"):
+            return False
+        else:  # (A|B)C: AC|BC
+            return all(_lasting_branch(b + after) for b in _split_alternatives(inner))
+        if rest.startswith(("?", "+")):
+            return False  # lazy or possessive group
+        # the group is optional: each way through it, and the way around it
+        return all(_lasting_branch(b + rest) for b in _split_alternatives(inner)) and _lasting_inner(rest)
+    if c == "\\":
+        char, end = _escape(text, 0)
+    elif c in _META:
+        return False
+    else:
+        char, end = c, 1
+    if char.isspace():
+        return False
+    return text[end : end + 1] not in ("?", "*") and not text.startswith(("{0", "{,"), end)
+
+
+def _lasting_inner(text: str) -> bool:
+    """A group's branch (or what follows an optional group): greedy whitespace, then an element that needs a non-whitespace character."""
+    if text.startswith(("\\s*", "\\s+")):
+        if text[3:4] in ("?", "+", "{"):
+            return False
+        text = text[3:]
+    return _needs_non_ws(text)
+
+def ws_rescans(pattern: str) -> bool:
+    """True when a search of ``pattern`` may read a whitespace run from every position inside
+    it (quadratic in the run's length) and the scans cannot avoid it: some branch may start
+    with a repeated element that matches whitespace, the pattern has no known lead (so it is
+    searched, see :func:`lead`) and :func:`ws_guard` does not hold. What ``respc lint``
+    reports."""
+    if ws_guard(pattern):
+        return False
+    info = lead(pattern)
+    if info is not None:
+        return False  # tried only where its lead starts, from the whitespace run's start
+    try:
+        return any(_may_start_with_ws_run(branch) for branch in _split_alternatives(pattern))
+    except (_Unknown, IndexError):
+        return False
+
+
+#: elements that match whitespace (among others)
+_WS_ATOMS = ("\\s", ".", "\\W", "\\D", "\\S\\s", "[\\s\\S]", "\\n", " ", "\\t", "\\r")
+
+
+def _may_start_with_ws_run(branch: str) -> bool:
+    """True when ``branch`` may start with a repeated element that matches whitespace."""
+    while branch.startswith(("(?:", "(?P<", "(")):
+        if branch.startswith("(?P<"):
+            branch = branch[branch.find(">") + 1 :]
+        elif branch.startswith("(?:"):
+            branch = branch[3:]
+        elif branch.startswith("(?"):
+            return False  # lookarounds, flags: not a run of characters
+        else:
+            branch = branch[1:]
+    if branch.startswith("["):
+        close = branch.find("]", 2)
+        if close < 0:
+            return False
+        atom = branch[: close + 1]
+        matches_ws = atom.startswith("[^") and "\\s" not in atom and " " not in atom or any(
+            w in atom for w in ("\\s", " ", "\\n", "\\t")
+        )
+    else:
+        atom = next((w for w in _WS_ATOMS if branch.startswith(w)), "")
+        matches_ws = bool(atom)
+    return matches_ws and branch[len(atom) : len(atom) + 1] in ("*", "+", "{")
 
 def _filters(pattern: str, prefixes: list[str]) -> tuple[str, ...]:
     """Lead.filters: the long prefixes of ``pattern``'s branches, when each extends one of
@@ -787,6 +979,9 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     top-level alternatives, lookarounds, anchors or back references (the text after a
     match could change it).
 
+    A run that ends the pattern gives ``F`` and ``REST`` "": a held match ending with the
+    text stays one while only characters of ``C`` follow.
+
     A partial match whose text is ``HEAD`` then characters of ``C`` stays partial while
     only characters of ``C`` follow: it may go on in the run forever, and no way of
     matching can complete without an ``F``, unless one has consumed an ``F`` already and
@@ -809,6 +1004,12 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
         if (pattern[start] == "(") != (pattern[end - 1] == ")"):
             continue  # a group opened or closed without the other
         head, run_class, rest = pattern[:start], match.group(1), pattern[end:]
+        if not rest and _balanced(head) and head:
+            # the run ends the pattern (``</tool_call>\s*``): a complete match that ends
+            # with the text stays one, ending with it, while only characters of ``C``
+            # follow (``F`` is "": nothing that ends it can be consumed)
+            found.append((head, run_class, "", ""))
+            continue
         if not _balanced(head) or not rest or (rest[0] in _META and rest[0] != "\\"):
             continue
         try:

@@ -59,16 +59,20 @@ _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:\\]\\s*<\\|tools_suffix\\|>|<\\|tools_suffix\\|>|<\\|assistant_end\\|>[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern
-_RE_TAIL_4 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TAIL_5 = _regex.compile(
     "\\s*<\\|assistant_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_5 = _regex.compile(
+_RE_TAIL_6 = _regex.compile(
     "\\s*\\]\\s*<\\|tools_suffix\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_6 = _regex.compile(
+_RE_TAIL_7 = _regex.compile(
     "\\s*<\\|tools_suffix\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_7 = _regex.compile(
+_RE_TAIL_8 = _regex.compile(
     "<\\|inner_prefix\\|>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -110,7 +114,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -178,9 +182,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|inner_prefix|>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|inner_prefix|>", i):
-            i = buf.find("<|inner_prefix|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|inner_prefix|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|inner_prefix|>", i):
+                i = buf.find("<|inner_prefix|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 15)
         if i >= 0:
             best = (i, i + 16, 0, None)
             lim = i
@@ -193,16 +210,16 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:
         m = (
-            _RE_TOOL_CALLS_OPEN_1.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -314,7 +331,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -324,7 +341,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -334,15 +351,15 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_5,
                     (
-                        _RE_TAIL_5,
                         _RE_TAIL_6,
                         _RE_TAIL_7,
+                        _RE_TAIL_8,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -355,15 +372,15 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_5,
                     (
-                        _RE_TAIL_5,
                         _RE_TAIL_6,
                         _RE_TAIL_7,
+                        _RE_TAIL_8,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

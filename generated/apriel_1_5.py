@@ -65,16 +65,28 @@ _RE_REASONING_CONTENT_CLOSE_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_CLOSE_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:</tool_calls>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:</tool_calls>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TAIL_11 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_12 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_13 = _regex.compile(
     "<\\|assistant\\|>\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_14 = _regex.compile(
     "<tool_calls>", _regex.DOTALL
 )  # fields.tool_calls.open (tail hold: another delimiter)
 
@@ -243,7 +255,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -393,9 +405,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <|assistant|>\n
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|assistant|>\n", i):
-            i = buf.find("<|assistant|>\n", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|assistant|>\n", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|assistant|>\n", i):
+                i = buf.find("<|assistant|>\n", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 13)
         if i >= 0:
             best = (i, i + 14, 0, None)
             lim = i
@@ -407,9 +432,28 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <tool_calls>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<tool_calls>", i):
-            i = buf.find("<tool_calls>", i + 1, lim + 12)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<tool_calls>", f[2] - self._off if f[2] - self._off > pos else pos, lim + 12
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<tool_calls>", i):
+                i = buf.find("<tool_calls>", i + 1, lim + 12)
+        self._memo[1] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 12 < n else n - 11) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (12 > best[1] - best[0])):
                 best = (i, i + 12, 1, None)
@@ -563,8 +607,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
-            runs=(),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -577,11 +629,11 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_11,
                     (
-                        _RE_TAIL_8,
-                        _RE_TAIL_9,
-                        _RE_TAIL_10,
+                        _RE_TAIL_12,
+                        _RE_TAIL_13,
+                        _RE_TAIL_14,
                     ),
                 ),
             ),
@@ -597,11 +649,11 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_11,
                     (
-                        _RE_TAIL_8,
-                        _RE_TAIL_9,
-                        _RE_TAIL_10,
+                        _RE_TAIL_12,
+                        _RE_TAIL_13,
+                        _RE_TAIL_14,
                     ),
                 ),
             ),

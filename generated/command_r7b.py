@@ -191,7 +191,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -304,9 +304,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <|START_RESPONSE|>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|START_RESPONSE|>", i):
-            i = buf.find("<|START_RESPONSE|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|START_RESPONSE|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|START_RESPONSE|>", i):
+                i = buf.find("<|START_RESPONSE|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 17)
         if i >= 0:
             best = (i, i + 18, 2, None)
             lim = i
@@ -318,9 +331,30 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|START_THINKING|>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<|START_THINKING|>", i):
-            i = buf.find("<|START_THINKING|>", i + 1, lim + 18)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|START_THINKING|>",
+                    f[2] - self._off if f[2] - self._off > pos else pos,
+                    lim + 18,
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<|START_THINKING|>", i):
+                i = buf.find("<|START_THINKING|>", i + 1, lim + 18)
+        self._memo[1] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 18 < n else n - 17) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (18 > best[1] - best[0])):
                 best = (i, i + 18, 0, None)
@@ -333,9 +367,30 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <|START_ACTION|>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<|START_ACTION|>", i):
-            i = buf.find("<|START_ACTION|>", i + 1, lim + 16)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|START_ACTION|>",
+                    f[2] - self._off if f[2] - self._off > pos else pos,
+                    lim + 16,
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<|START_ACTION|>", i):
+                i = buf.find("<|START_ACTION|>", i + 1, lim + 16)
+        self._memo[2] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 16 < n else n - 15) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (16 > best[1] - best[0])):
                 best = (i, i + 16, 1, None)
@@ -420,7 +475,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -430,7 +485,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content
@@ -440,7 +495,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=_quiet_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -450,7 +505,7 @@ class Parser(_base.ParserBase):
             end_scan=_end_free,
             quiet=_quiet_free,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

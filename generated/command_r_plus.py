@@ -43,6 +43,21 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile("```\\s*", _regex.DOTALL)  # fields.tool
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*Action:\\s*```(?:json)?\\s*(?=\\[))", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:```)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:```)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -55,7 +70,19 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|END_OF_TURN_TOKEN\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|END_OF_TURN_TOKEN\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_16 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -214,16 +241,16 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*Action:\\s*```(?:json)?\\s*(?=\\[)
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -327,8 +354,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
-            runs=(),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -337,7 +372,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -346,8 +381,15 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -356,7 +398,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -365,7 +407,14 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

@@ -54,6 +54,10 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_ANCHOR_3 = _regex.compile(
     "<｜tool▁outputs▁end｜>|<｜Assistant｜>", _regex.DOTALL
 )  # start_anchor
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>(?P<name>[^\\n`]+)\\s*```json)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:```)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -92,13 +96,13 @@ _RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\s*<｜end▁of▁sentence｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*<｜tool▁calls▁end｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -193,7 +197,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -304,9 +308,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -319,16 +334,16 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\uff5ctool\u2581calls\u2581begin\uff5c>\\s*)?<\uff5ctool\u2581call\u2581begin\uff5c>\\w*<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\n`]+)\\s*```json
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -448,7 +463,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -458,7 +473,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
@@ -476,7 +491,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
@@ -495,10 +510,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_17,
                     (
-                        _RE_TAIL_17,
                         _RE_TAIL_18,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -511,7 +526,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
@@ -530,10 +545,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_17,
                     (
-                        _RE_TAIL_17,
                         _RE_TAIL_18,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -126,7 +126,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -239,9 +239,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <response>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<response>", i):
-            i = buf.find("<response>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<response>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<response>", i):
+                i = buf.find("<response>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 9)
         if i >= 0:
             best = (i, i + 10, 2, None)
             lim = i
@@ -253,9 +264,28 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1, lim + 7)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<think>", f[2] - self._off if f[2] - self._off > pos else pos, lim + 7
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1, lim + 7)
+        self._memo[1] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 7 < n else n - 6) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (7 > best[1] - best[0])):
                 best = (i, i + 7, 0, None)
@@ -268,9 +298,28 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open: literal <tool_call>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<tool_call>", i):
-            i = buf.find("<tool_call>", i + 1, lim + 11)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<tool_call>", f[2] - self._off if f[2] - self._off > pos else pos, lim + 11
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<tool_call>", i):
+                i = buf.find("<tool_call>", i + 1, lim + 11)
+        self._memo[2] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 11 < n else n - 10) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (11 > best[1] - best[0])):
                 best = (i, i + 11, 1, None)
@@ -331,7 +380,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -341,7 +390,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content
@@ -351,7 +400,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=_quiet_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -361,7 +410,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=_quiet_free,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

@@ -51,13 +51,16 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:>>>all\\n|<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TAIL_3 = _regex.compile(
+_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TAIL_4 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_4 = _regex.compile(
+_RE_TAIL_5 = _regex.compile(
     "\\s*(?=>>>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_5 = _regex.compile(
+_RE_TAIL_6 = _regex.compile(
     "\\s*>>>all\\n", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -135,9 +138,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*
         m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
+            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -285,9 +288,9 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_3, (_RE_TAIL_4,)),),
+            tails=((_RE_TAIL_4, (_RE_TAIL_5,)),),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -296,13 +299,13 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_3,
+                    _RE_TAIL_4,
                     (
-                        _RE_TAIL_5,
+                        _RE_TAIL_6,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -315,13 +318,13 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_3,
+                    _RE_TAIL_4,
                     (
-                        _RE_TAIL_5,
+                        _RE_TAIL_6,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -83,7 +83,31 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_12 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_1_ALIVE_1 = _regex.compile(
+    "(?:\\s*<tool_call>\\s*)[^\\s<]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_1 = _regex.compile(
+    "(?:\\s*<tool_call>\\s*)[^\\s<]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
+    "[^\\s<]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|user\\|>|<\\|observation\\|>|<\\|endoftext\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|user\\|>|<\\|observation\\|>|<\\|endoftext\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_20 = _regex.compile(
     "\\s*(?:<\\|user\\|>|<\\|observation\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -209,7 +233,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -295,9 +319,20 @@ class Parser(_base.ParserBase):
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex \\s*<think>
         # every match is whitespace, then one of: <think>; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -531,7 +566,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -541,7 +576,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -567,10 +602,24 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_1_REST_1,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_12,
+                    _RE_TAIL_20,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -601,10 +650,24 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_1_REST_1,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_12,
+                    _RE_TAIL_20,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -207,7 +207,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -434,9 +434,23 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         r = 0  # the best candidate's rank in the tie-break order
         # open reasoning_content -- fields.reasoning_content.open: literal <|channel|>analysis<|message|>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|channel|>analysis<|message|>", i):
-            i = buf.find("<|channel|>analysis<|message|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|channel|>analysis<|message|>",
+                    f[2] - self._off if f[2] - self._off > pos else pos,
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|channel|>analysis<|message|>", i):
+                i = buf.find("<|channel|>analysis<|message|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 29)
         if i >= 0:
             best = (i, i + 30, 0, None)
             lim = i
@@ -662,7 +676,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -672,7 +686,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content
@@ -682,7 +696,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=_quiet_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state

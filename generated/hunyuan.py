@@ -51,6 +51,9 @@ _RE_CONTENT_OPEN_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:</answer>|<\\|eos\\|>|(?=<tool_calls>))", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_CONTENT_CLOSE_3_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:</answer>|<\\|eos\\|>|(?=<tool_calls>)))", _regex.DOTALL
+)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 
 
 def _finish_reasoning_content(body, caps):
@@ -87,7 +90,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -157,9 +160,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close content -- fields.content.close_pattern: regex \\s*(?:</answer>|<\\|eos\\|>|(?=<tool_calls>))
         m = (
-            _RE_CONTENT_CLOSE_3.search(buf, pos)
+            _RE_CONTENT_CLOSE_3_WS.search(buf, pos)
             if eos
-            else _RE_CONTENT_CLOSE_3.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_3_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -181,9 +184,20 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         r = 0  # the best candidate's rank in the tie-break order
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -298,7 +312,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -318,7 +332,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -328,7 +342,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

@@ -56,6 +56,10 @@ _RE_TOOL_CALLS_OPEN_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|tool_calls?_section_end\\|>|<\\|im_end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+))\\s*",
     _regex.DOTALL,
@@ -70,13 +74,13 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_TAIL_8 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_9 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_10 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -166,7 +170,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -241,9 +245,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -256,16 +271,16 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>
         m = (
-            _RE_TOOL_CALLS_OPEN_1.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -385,7 +400,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -395,7 +410,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -405,7 +420,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
@@ -417,10 +432,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_8,
                     (
-                        _RE_TAIL_8,
                         _RE_TAIL_9,
+                        _RE_TAIL_10,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -433,7 +448,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
@@ -445,10 +460,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_8,
                     (
-                        _RE_TAIL_8,
                         _RE_TAIL_9,
+                        _RE_TAIL_10,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

@@ -46,7 +46,19 @@ _RE_TOOL_CALLS_OPEN_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern
-_RE_TAIL_2 = _regex.compile(
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TAIL_6 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
 
@@ -342,8 +354,16 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
-            tails=((_RE_TAIL_2, ()),),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_6, ()),),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -352,9 +372,17 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
-            runs=(),
-            tails=((_RE_TAIL_2, (_RE_TOOL_CALLS_OPEN_0,)),),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_6, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -363,8 +391,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
-            runs=(),
-            tails=((_RE_TAIL_2, (_RE_TOOL_CALLS_OPEN_0,)),),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_6, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

@@ -46,10 +46,22 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TAIL_3 = _regex.compile(
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_7 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_4 = _regex.compile(
+_RE_TAIL_8 = _regex.compile(
     "\\s*<\\|python_end\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -362,7 +374,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_3, (_RE_TAIL_4,)),),
+            tails=((_RE_TAIL_7, (_RE_TAIL_8,)),),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -371,9 +383,17 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
-            runs=(),
-            tails=((_RE_TAIL_3, (_RE_TOOL_CALLS_OPEN_0,)),),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -382,8 +402,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
-            runs=(),
-            tails=((_RE_TAIL_3, (_RE_TOOL_CALLS_OPEN_0,)),),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

@@ -44,6 +44,18 @@ _RE_CONTENT_CLOSE_1 = _regex.compile(
     "\\s*</s>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_ANCHOR_2 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_TOOL_CALLS_CLOSE_0_ALIVE_0 = _regex.compile(
+    "(?:</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_0_PAST_0 = _regex.compile(
+    "(?:</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_0_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_0_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -56,13 +68,25 @@ _RE_CONTENT_CLOSE_1_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_CONTENT_CLOSE_1_ALIVE_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_1_PAST_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_1_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_1_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_15 = _regex.compile(
     "</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_16 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\[TOOL_CALLS\\]", _regex.DOTALL
 )  # fields.tool_calls.open (tail hold: another delimiter)
 
@@ -138,7 +162,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -222,9 +246,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open: literal [TOOL_CALLS]
-        i = buf.find("[", pos)
-        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
-            i = buf.find("[TOOL_CALLS]", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("[TOOL_CALLS]", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("[", pos)
+            if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+                i = buf.find("[TOOL_CALLS]", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 11)
         if i >= 0:
             best = (i, i + 12, 0, None)
             lim = i
@@ -340,9 +375,17 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
-            runs=(),
-            tails=((_RE_TAIL_7, ()),),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_0_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_0_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_0_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_0_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_15, ()),),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -360,8 +403,15 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_1_ALIVE_1,
+                    _RE_CONTENT_CLOSE_1_PAST_1,
+                    _RE_CONTENT_CLOSE_1_REST_1,
+                    _RE_CONTENT_CLOSE_1_RUN_1,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
+            tails=((_RE_TAIL_16, (_RE_TAIL_17,)),),
         ),
         # the free state
         _scan.State(
@@ -379,7 +429,14 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_1_ALIVE_1,
+                    _RE_CONTENT_CLOSE_1_PAST_1,
+                    _RE_CONTENT_CLOSE_1_REST_1,
+                    _RE_CONTENT_CLOSE_1_RUN_1,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
+            tails=((_RE_TAIL_16, (_RE_TAIL_17,)),),
         ),
     )

@@ -53,10 +53,14 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|/tool_call\\|>|(?:<\\|end\\|>|<\\|endoftext\\|>)[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TAIL_3 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TAIL_4 = _regex.compile(
     "\\s*(?:<\\|end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_4 = _regex.compile(
+_RE_TAIL_5 = _regex.compile(
     "\\s*<\\|/tool_call\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -169,16 +173,16 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"(?:arguments|parameters)\"\\s*:\\s*
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -303,7 +307,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -313,13 +317,13 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_3,
+                    _RE_TAIL_4,
                     (
-                        _RE_TAIL_4,
+                        _RE_TAIL_5,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -332,13 +336,13 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_3,
+                    _RE_TAIL_4,
                     (
-                        _RE_TAIL_4,
+                        _RE_TAIL_5,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -444,7 +444,7 @@ class ParserBase:
                             self._check_stable(buf, pos)
                         if pos < n and self._stable is None and self._states[self._state].tails:
                             self._check_tail(buf, pos)
-                        if self._runs and n - pos >= self._run_check and self._stable is None:
+                        if (self._runs or self._ws_hold) and n - pos >= self._run_check and self._stable is None:
                             self._check_run(buf[pos:])
                     break
                 begin, end, action, match = found
@@ -700,16 +700,22 @@ class ParserBase:
                 self._more_blocks.clear()
 
     def _check_run(self, held: str) -> None:
-        """All of ``held`` is held: is it a watched delimiter's match still inside its run of
+        """All of ``held`` is held: is it a run of whitespace in a state where that lasts
+        (scan.State.ws_hold), or a watched delimiter's match still inside its run of
         one character class (see scan.State.runs)? Then it lasts while only characters of
         that class follow. (Checked again only once the hold has doubled: linear.)"""
         self._run_check = 2 * len(held)
+        if self._ws_hold and only_ws(held):
+            self._stable = ""  # a held whitespace run (scan.State.ws_hold)
+            self._stable_edge = ""
+            return
         for alive, past, rest, run, stop in self._runs:
             if alive.fullmatch(held) is None:
                 continue  # no way of matching is in the run
             # a way of matching that took a stop character already and is still alive
-            # could complete without one more: then the scan must see what follows
-            i = held.find(stop)
+            # could complete without one more: then the scan must see what follows (a run
+            # that ends the pattern has no stop character: its match grows with the run)
+            i = held.find(stop) if stop else -1
             while i >= 0:
                 if past.fullmatch(held, 0, i + 1) is not None and rest.fullmatch(held, i + 1, partial=True) is not None:
                     break

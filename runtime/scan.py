@@ -137,9 +137,10 @@ class State:
     field, or CLOSE for the null region). ``scan``, ``end_scan`` and ``quiet``: see the
     module docstring (``quiet`` may be None: always scan). ``memos``: ``(slot, tail)`` of
     each held-regex memo its scan keeps (``self._memo[slot]``), where ``tail`` is the
-    literal that ends the pattern's lazy gap. ``ws_hold``: a run of whitespace held by
-    ``quiet`` stays held while only whitespace follows (no watched delimiter starts with
-    whitespace; a whitespace-led one may grow from the run). ``runs``: ``(alive, past,
+    literal that ends the pattern's lazy gap. ``ws_hold``: a run of whitespace held (by
+    ``quiet``, or by a scan once it is long) stays held while only whitespace follows (no
+    watched delimiter starts with whitespace or can match whitespace alone; a
+    whitespace-led one may grow from the run: compiler/regexinfo.py's ws_lasting). ``runs``: ``(alive, past,
     rest, run, F)`` for each watched delimiter ``HEAD C+ F REST`` (compiler/regexinfo.py's
     run_splits): a held text that ``alive`` (``HEAD C*``) matches whole, and where no ``F``
     ends a ``past`` (``HEAD C* F``) with a beginning of ``rest`` after it, is a match still

@@ -129,3 +129,24 @@ def test_parse_trees_of_every_supported_python():
     for pattern in (r"(?!)", r"a(?!)", r"(?:(?!)|a\Zb)c"):
         tree = _parse(pattern)
         assert tree is not None and _never_matches(tree), pattern
+
+
+@pytest.mark.parametrize("pattern", [r"[\s,]*</x>(?=y)", r"\s*?</x>"])
+def test_whitespace_run_the_scans_cannot_keep_linear(pattern):
+    template = _template(x={"open": "<x>", "close_pattern": pattern})
+    _one(template, "fields.x.close_pattern", "whitespace run")
+
+
+@pytest.mark.parametrize("pattern", [r"\s*(?=</x>)|\s*</y>", r"\s*</x>", r"(?<=\})\s*\}(?=y)", r"</x>\s*"])
+def test_whitespace_led_shapes_the_scans_keep_linear(pattern):
+    template = _template(x={"open": "<x>", "close_pattern": pattern})
+    assert not [m for m in _messages(template) if "whitespace run" in m]
+
+
+def test_no_bundled_template_has_a_whitespace_run_finding():
+    import respc
+
+    from respc.api import bundled_templates
+
+    for name in bundled_templates():
+        assert not [m for m in _messages(respc.load(name).template) if "whitespace run" in m], name
