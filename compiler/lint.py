@@ -15,7 +15,7 @@ one a way a template that parses its author's samples fails on what a model writ
 * nested quantifiers (``(a+)+``, ``(a|aa)*``): backtracking that can take exponential
   time on text that almost matches;
 * a delimiter that may start with a run taking whitespace in a shape the scans cannot keep
-  linear (``[\s,]*x(?=y)``, ``\s*?x(?=y)``: regexinfo.ws_rescans): searched from every position
+  linear (``[\\s,]*x(?=y)``, ``\\s*?x(?=y)``: regexinfo.ws_rescans): searched from every position
   inside a long whitespace run, quadratic in the run's length;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
   the tie always goes to the other one, so this field never opens;
