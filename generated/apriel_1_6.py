@@ -57,6 +57,22 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:\\[END FINAL RESPONSE\\]|<\\|end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_REASONING_CONTENT_CLOSE_0_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TAIL_6 = _regex.compile(
+    "\\s*<\\|end\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_7 = _regex.compile(
+    "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: an alternative tried first)
+_RE_TAIL_8 = _regex.compile(
+    "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
+)  # fields.reasoning_content.open (tail hold: another delimiter)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -125,7 +141,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -144,9 +160,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex \\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>))
         m = (
-            _RE_REASONING_CONTENT_CLOSE_0.search(buf, pos)
+            _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos)
             if eos
-            else _RE_REASONING_CONTENT_CLOSE_0.search(buf, pos, partial=True)
+            else _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -193,7 +209,21 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal Here are my reasoning steps:\n
-        i = buf.find("Here are my reasoning steps:\n", pos)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "Here are my reasoning steps:\n",
+                    f[2] - self._off if f[2] - self._off > pos else pos,
+                )
+            )
+        else:
+            i = buf.find("Here are my reasoning steps:\n", pos)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 28)
         if i >= 0:
             best = (i, i + 29, 0, None)
             lim = i
@@ -206,16 +236,16 @@ class Parser(_base.ParserBase):
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{)
         m = (
-            _RE_TOOL_CALLS_OPEN_1.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -339,7 +369,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -349,7 +379,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -359,8 +389,18 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
+            tails=(
+                (
+                    _RE_TAIL_6,
+                    (
+                        _RE_TAIL_7,
+                        _RE_TAIL_8,
+                        _RE_TOOL_CALLS_OPEN_1,
+                    ),
+                ),
+            ),
         ),
         # the free state
         _scan.State(
@@ -369,7 +409,17 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
+            tails=(
+                (
+                    _RE_TAIL_6,
+                    (
+                        _RE_TAIL_7,
+                        _RE_TAIL_8,
+                        _RE_TOOL_CALLS_OPEN_1,
+                    ),
+                ),
+            ),
         ),
     )

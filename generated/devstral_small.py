@@ -47,6 +47,9 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*</s>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -71,6 +74,24 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_17 = _regex.compile(
+    "\\s*</s>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (tail hold: its head)
+_RE_TAIL_18 = _regex.compile(
+    "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -131,7 +152,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -152,9 +173,9 @@ class Parser(_base.ParserBase):
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*
         m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
+            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -179,9 +200,20 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*\\[TOOL_CALLS\\](?P<name>[^\\[]+)(?:\\[CALL_ID\\][^\\[]*)?\\[ARGS\\]
         # every match is whitespace, then one of: [TOOL_CALLS]; try the regex only there
         m = None
-        i = buf.find("[", pos)
-        if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
-            i = buf.find("[TOOL_CALLS]", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("[TOOL_CALLS]", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("[", pos)
+            if i >= 0 and not buf.startswith("[TOOL_CALLS]", i):
+                i = buf.find("[TOOL_CALLS]", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 11)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -327,8 +359,9 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
+            tails=((_RE_TAIL_17, (_RE_TAIL_18,)),),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -353,7 +386,15 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -378,6 +419,14 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

@@ -51,6 +51,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:</function>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:</function>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -75,6 +87,21 @@ _RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
     "[^>\\s]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_19 = _regex.compile(
+    "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -149,7 +176,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -229,9 +256,20 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<function=(?P<name>[^>\\s]+)>
         # every match is whitespace, then one of: <function=; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<function=", i):
-            i = buf.find("<function=", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<function=", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<function=", i):
+                i = buf.find("<function=", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 9)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -388,8 +426,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
-            runs=(),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -414,7 +460,15 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_RUN_1,
                     ">",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -439,6 +493,14 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_RUN_1,
                     ">",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

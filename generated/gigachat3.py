@@ -50,6 +50,10 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_CONTENT_CLOSE_2_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>))\\s*",
     _regex.DOTALL,
@@ -162,6 +166,20 @@ _RE_TOOL_CALLS_OPEN_0_REST_7 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_7 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 7: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_8 = _regex.compile(
+    '(?:\\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>)\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 8: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_8 = _regex.compile(
+    '(?:\\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>)\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 8: past)
+_RE_TOOL_CALLS_OPEN_0_REST_8 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 8: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_8 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 8: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -231,7 +249,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -295,12 +313,38 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>)\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
         # every match is whitespace, then one of: <|function_call|>, <|message_sep|>; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|function_call|>", i):
-            i = buf.find("<|function_call|>", i + 1)
-        j = buf.find("<", pos)
-        if j >= 0 and not buf.startswith("<|message_sep|>", j):
-            j = buf.find("<|message_sep|>", j + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|function_call|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|function_call|>", i):
+                i = buf.find("<|function_call|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 16)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            j = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|message_sep|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            j = buf.find("<", pos)
+            if j >= 0 and not buf.startswith("<|message_sep|>", j):
+                j = buf.find("<|message_sep|>", j + 1)
+        self._memo[1] = (a, j + self._off if j >= 0 else -1, n + self._off - 14)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -353,9 +397,9 @@ class Parser(_base.ParserBase):
                 lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*
         m = (
-            _RE_CONTENT_CLOSE_2.search(buf, pos)
+            _RE_CONTENT_CLOSE_2_WS.search(buf, pos)
             if eos
-            else _RE_CONTENT_CLOSE_2.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_2_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -398,7 +442,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -408,7 +452,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
@@ -465,6 +509,13 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_REST_7,
                     _RE_TOOL_CALLS_OPEN_0_RUN_7,
                     ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_8,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_8,
+                    _RE_TOOL_CALLS_OPEN_0_REST_8,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    "",
                 ),
             ),
         ),
@@ -475,7 +526,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
@@ -532,6 +583,13 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_REST_7,
                     _RE_TOOL_CALLS_OPEN_0_RUN_7,
                     ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_8,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_8,
+                    _RE_TOOL_CALLS_OPEN_0_REST_8,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    "",
                 ),
             ),
         ),

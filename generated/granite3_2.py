@@ -67,6 +67,10 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
 _RE_ANCHOR_5 = _regex.compile(
     "<\\|start_of_role\\|>assistant(?: \\{[^\\n]*?\\})?<\\|end_of_role\\|>", _regex.DOTALL
 )  # start_anchor_pattern
+_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -79,6 +83,21 @@ _RE_CONTENT_CLOSE_4_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_4_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|end_of_text\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_4_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|end_of_text\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_15 = _regex.compile(
+    "\\s*<\\|end_of_text\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -142,7 +161,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -214,8 +233,30 @@ class Parser(_base.ParserBase):
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex \\s*(?:Here is|Here's) my thought process:
         # every match is whitespace, then one of: Here is, Here's; try the regex only there
         m = None
-        i = buf.find("Here is", pos)
-        j = buf.find("Here's", pos)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("Here is", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("Here is", pos)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            j = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("Here's", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            j = buf.find("Here's", pos)
+        self._memo[1] = (a, j + self._off if j >= 0 else -1, n + self._off - 5)
         if j >= 0 and (i < 0 or j < i):
             i = j
         while i >= 0:
@@ -280,16 +321,16 @@ class Parser(_base.ParserBase):
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
         m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -397,7 +438,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -407,7 +448,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -417,7 +458,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -425,6 +466,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_REST_0,
                     _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_15,
+                    (
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
                 ),
             ),
         ),
@@ -435,7 +492,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -443,6 +500,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_REST_0,
                     _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_15,
+                    (
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
                 ),
             ),
         ),

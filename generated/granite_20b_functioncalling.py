@@ -60,6 +60,18 @@ _RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*<function_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*<function_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -72,6 +84,21 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_19 = _regex.compile(
+    "\\s*<\\|endoftext\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -140,7 +167,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -186,9 +213,22 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<function_call>\\s*
         # every match is whitespace, then one of: <function_call>; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<function_call>", i):
-            i = buf.find("<function_call>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<function_call>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<function_call>", i):
+                i = buf.find("<function_call>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 14)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -330,7 +370,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -350,13 +390,28 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -375,12 +430,27 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

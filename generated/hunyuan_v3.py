@@ -69,6 +69,10 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
 _RE_ANCHOR_5 = _regex.compile(
     "<｜hy_Assistant(?::opensource)?｜>", _regex.DOTALL
 )  # start_anchor_pattern
+_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+)\\s*<tool_sep(?::opensource)?>)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+))\\s*",
     _regex.DOTALL,
@@ -95,6 +99,21 @@ _RE_CONTENT_CLOSE_4_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_4_ALIVE_1 = _regex.compile(
+    "(?:\\s*<｜hy_eos(?::opensource)?｜>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_4_PAST_1 = _regex.compile(
+    "(?:\\s*<｜hy_eos(?::opensource)?｜>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_19 = _regex.compile(
+    "\\s*<｜hy_eos(?::opensource)?｜>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -146,7 +165,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -218,9 +237,20 @@ class Parser(_base.ParserBase):
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex <think(?::opensource)?>
         # every match is one of: <think; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think", i):
-            i = buf.find("<think", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think", i):
+                i = buf.find("<think", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 5)
         while i >= 0:
             c = (
                 _RE_REASONING_CONTENT_OPEN_0.match(buf, i)
@@ -258,16 +288,16 @@ class Parser(_base.ParserBase):
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+)\\s*<tool_sep(?::opensource)?>
         m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -376,7 +406,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -386,7 +416,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -396,7 +426,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
@@ -411,6 +441,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_REST_0,
                     _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_19,
+                    (
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
                 ),
             ),
         ),
@@ -421,7 +467,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
@@ -436,6 +482,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_REST_0,
                     _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_19,
+                    (
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
                 ),
             ),
         ),

@@ -61,6 +61,10 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*",
     _regex.DOTALL,
 )  # fields.content.close_pattern
+_RE_CONTENT_CLOSE_4_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_REASONING_CONTENT_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:<\\|im_end\\|>)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: alive)
@@ -267,9 +271,9 @@ class Parser(_base.ParserBase):
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*
         m = (
-            _RE_CONTENT_CLOSE_4.search(buf, pos)
+            _RE_CONTENT_CLOSE_4_WS.search(buf, pos)
             if eos
-            else _RE_CONTENT_CLOSE_4.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_4_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
@@ -320,7 +324,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_REASONING_CONTENT_CLOSE_1_ALIVE_0,
@@ -338,7 +342,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -348,7 +352,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -358,7 +362,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
     )

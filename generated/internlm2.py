@@ -181,6 +181,35 @@ _RE_TOOL_CALLS_OPEN_0_REST_9 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_9 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 9: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_10 = _regex.compile(
+    '(?:\\s*<\\|action_start\\|>\\s*<\\|plugin\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:parameters|arguments)"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 10: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_10 = _regex.compile(
+    '(?:\\s*<\\|action_start\\|>\\s*<\\|plugin\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:parameters|arguments)"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 10: past)
+_RE_TOOL_CALLS_OPEN_0_REST_10 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_10 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|im_end\\|>|</s>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|im_end\\|>|</s>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_51 = _regex.compile(
+    "\\s*(?:<\\|im_end\\|>|</s>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -249,7 +278,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -295,9 +324,22 @@ class Parser(_base.ParserBase):
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|action_start\\|>\\s*<\\|plugin\\|>\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"(?:parameters|arguments)\"\\s*:\\s*
         # every match is whitespace, then one of: <|action_start|>; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|action_start|>", i):
-            i = buf.find("<|action_start|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|action_start|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|action_start|>", i):
+                i = buf.find("<|action_start|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 15)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -449,7 +491,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -531,7 +573,22 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_RUN_9,
                     ":",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_10,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_10,
+                    _RE_TOOL_CALLS_OPEN_0_REST_10,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_10,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -612,6 +669,21 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_RUN_9,
                     ":",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_10,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_10,
+                    _RE_TOOL_CALLS_OPEN_0_REST_10,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_10,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

@@ -53,6 +53,10 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|eom\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<tool_calls>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -65,6 +69,21 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_12 = _regex.compile(
+    "\\s*<\\|eom\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -148,16 +167,16 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<tool_calls>\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -256,7 +275,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -266,7 +285,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -275,7 +294,15 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -284,7 +311,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -293,6 +320,14 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

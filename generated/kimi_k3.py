@@ -73,6 +73,15 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     '[^"]+', _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TAIL_7 = _regex.compile(
+    "<\\|close\\|>message<\\|sep\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_8 = _regex.compile(
+    "<\\|close\\|>response<\\|sep\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: an alternative tried first)
+_RE_TAIL_9 = _regex.compile(
+    "(?=<\\|open\\|>tools<\\|sep\\|>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: an alternative tried first)
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|close|>call<|sep|>",), ()))  # marks of fields.tool_calls
@@ -150,7 +159,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -247,9 +256,22 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open: literal <|open|>response<|sep|>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|open|>response<|sep|>", i):
-            i = buf.find("<|open|>response<|sep|>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|open|>response<|sep|>", f[2] - self._off if f[2] - self._off > pos else pos
+                )
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|open|>response<|sep|>", i):
+                i = buf.find("<|open|>response<|sep|>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 22)
         if i >= 0:
             best = (i, i + 23, 1, None)
             lim = i
@@ -261,9 +283,30 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open reasoning_content -- fields.reasoning_content.open: literal <|open|>think<|sep|>
-        i = buf.find("<", pos, lim + 1)
-        if i >= 0 and not buf.startswith("<|open|>think<|sep|>", i):
-            i = buf.find("<|open|>think<|sep|>", i + 1, lim + 20)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(
+                    "<|open|>think<|sep|>",
+                    f[2] - self._off if f[2] - self._off > pos else pos,
+                    lim + 20,
+                )
+            )
+        else:
+            i = buf.find("<", pos, lim + 1)
+            if i >= 0 and not buf.startswith("<|open|>think<|sep|>", i):
+                i = buf.find("<|open|>think<|sep|>", i + 1, lim + 20)
+        self._memo[1] = (
+            a,
+            i + self._off if i >= 0 else -1,
+            (lim + 1 if lim + 20 < n else n - 19) + self._off,
+        )
+        if i > lim:
+            i = -1  # (remembered past where this search looks)
         if i >= 0:
             if best is None or i < best[0] or (i == best[0] and (20 > best[1] - best[0])):
                 best = (i, i + 20, 0, None)
@@ -338,7 +381,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content
@@ -348,8 +391,17 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
+            tails=(
+                (
+                    _RE_TAIL_7,
+                    (
+                        _RE_TAIL_8,
+                        _RE_TAIL_9,
+                    ),
+                ),
+            ),
         ),
         # fields.tool_calls
         _scan.State(
@@ -358,7 +410,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # the free state
@@ -368,7 +420,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,

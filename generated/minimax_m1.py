@@ -62,6 +62,24 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<end_of_sentence>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<end_of_sentence>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_11 = _regex.compile(
+    "\\s*<end_of_sentence>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_12 = _regex.compile(
+    "<think>", _regex.DOTALL
+)  # fields.reasoning_content.open (tail hold: another delimiter)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -121,7 +139,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -192,9 +210,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -329,7 +358,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -358,6 +387,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_11,
+                    (
+                        _RE_TAIL_12,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
+                ),
             ),
         ),
         # the free state
@@ -375,6 +420,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_11,
+                    (
+                        _RE_TAIL_12,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
                 ),
             ),
         ),

@@ -54,6 +54,10 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*</s>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*\\[TOOL_CALLS\\]\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -66,6 +70,21 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_13 = _regex.compile(
+    "\\s*</s>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -151,16 +170,16 @@ class Parser(_base.ParserBase):
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*\\[TOOL_CALLS\\]\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -259,7 +278,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -269,7 +288,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -278,7 +297,15 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
         # the free state
         _scan.State(
@@ -287,7 +314,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
@@ -296,6 +323,14 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
             ),
+            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
         ),
     )

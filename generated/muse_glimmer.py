@@ -81,6 +81,9 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "[^\\S\\n]+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_TAIL_9 = _regex.compile(
+    "<\\|eot\\|>", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</atem:invoke>",), ()))  # marks of fields.tool_calls
@@ -297,17 +300,17 @@ class Parser(_base.ParserBase):
                     lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:(?:<\\|start\\|>\\s*assistant)?[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*)?(?:<atem:function_calls>\\s*)?<atem:invoke name=\"(?P<name>[^\"]+?)(?:\\.(?P=name))?\">
         m = (
-            _RE_TOOL_CALLS_OPEN_2_BOUNDED.search(buf, pos, timeout=self._timeout)
+            _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, pos)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_BOUNDED.search(buf, pos, timeout=self._timeout, partial=True)
+            else _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, pos, partial=True)
         )
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_2_BOUNDED.search(buf, m.start() + 1, timeout=self._timeout)
+                    _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2_BOUNDED.search(
-                        buf, m.start() + 1, timeout=self._timeout, partial=True
+                    else _scan.timed(
+                        self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, m.start() + 1, partial=True
                     )
                 )
                 if m.start() < n
@@ -321,9 +324,7 @@ class Parser(_base.ParserBase):
                 not eos
                 and (
                     e == n
-                    or _scan.edge_moves(
-                        _RE_TOOL_CALLS_OPEN_2_BOUNDED, buf, m, timeout=self._timeout
-                    )
+                    or _scan.timed(self, _scan.edge_moves, _RE_TOOL_CALLS_OPEN_2_BOUNDED, buf, m)
                 )
             ):
                 if s < hold:
@@ -370,7 +371,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -380,7 +381,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.content
@@ -390,8 +391,9 @@ class Parser(_base.ParserBase):
             end_scan=_state_content,
             quiet=None,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
+            tails=((_RE_TAIL_9, ()),),
         ),
         # the free state
         _scan.State(

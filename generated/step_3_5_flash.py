@@ -54,6 +54,18 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
+    "(?:</tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_1_PAST_0 = _regex.compile(
+    "(?:</tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -90,6 +102,24 @@ _RE_TOOL_CALLS_OPEN_0_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_2 = _regex.compile(
     "[^>\\n]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_23 = _regex.compile(
+    "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_24 = _regex.compile(
+    "<think>", _regex.DOTALL
+)  # fields.reasoning_content.open (tail hold: another delimiter)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -202,7 +232,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -311,9 +341,20 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open: literal <think>
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<think>", i):
-            i = buf.find("<think>", i + 1)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<think>", f[2] - self._off if f[2] - self._off > pos else pos)
+            )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<think>", i):
+                i = buf.find("<think>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         if i >= 0:
             best = (i, i + 7, 0, None)
             lim = i
@@ -498,7 +539,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_reasoning_content,
             quiet=_quiet_reasoning_content,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(),
         ),
         # fields.tool_calls
@@ -508,8 +549,16 @@ class Parser(_base.ParserBase):
             end_scan=_state_tool_calls,
             quiet=_quiet_tool_calls,
             memos=(),
-            ws_hold=False,
-            runs=(),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_1_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_1_RUN_0,
+                    "",
+                ),
+            ),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -540,6 +589,22 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_REST_2,
                     _RE_TOOL_CALLS_OPEN_0_RUN_2,
                     ">",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_23,
+                    (
+                        _RE_TAIL_24,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
                 ),
             ),
         ),
@@ -572,6 +637,22 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_REST_2,
                     _RE_TOOL_CALLS_OPEN_0_RUN_2,
                     ">",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_23,
+                    (
+                        _RE_TAIL_24,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
                 ),
             ),
         ),
