@@ -260,7 +260,7 @@ def test_xml_parameters_are_sent_as_each_completes(name):
 
 
 def test_a_call_list_sends_each_argument():
-    parser = DeltaParser("llama3.2", prefix="", tools=_WEATHER, id_seed=SEED)
+    parser = DeltaParser("llama3.2-pythonic", prefix="", tools=_WEATHER, id_seed=SEED)
     deltas = parser.feed('[get_weather(city="Paris", days="3"), get_weather(city="Rome")]')
     deltas += parser.finish()[0]
     calls = _accumulate(deltas)["tool_calls"]
