@@ -40,21 +40,21 @@ TEMPLATES = ROOT / "templates"
 SAMPLES = TEMPLATES / "samples"
 FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 
-#: families whose tool calls are one JSON document (a list, or a call object whose end the
-#: language cannot find by pattern): a reply cut inside it loses the whole list, since the
-#: language has no partial-JSON parser (docs/models.md, "What the template language cannot say")
+#: families whose tool calls are one document the language parses whole: a JSON list (Command
+#: R+/R7B/A, Apriel, Nemotron Nano v2) or a pythonic call list opened only once complete (Llama
+#: 3.2 pythonic, Llama 4, LFM2/2.5). A reply cut inside it loses the list (content keeps the
+#: raw text, or the region is malformed), since the language has no partial-JSON nor partial
+#: call-list parser (docs/models.md, "What the template language cannot say")
 CUT_LOSES_THE_LIST = {
+    "apriel-1.5",
     "command-a",
     "command-r-plus",
     "command-r7b",
-    "apriel-1.5",
-    "nemotron-nano-v2",
-    "llama3.2-pythonic",
-    "llama4",
     "lfm2",
     "lfm2.5",
-    "olmo3",
-    "functionary",
+    "llama3.2-pythonic",
+    "llama4",
+    "nemotron-nano-v2",
 }
 
 #: the cases each fixed family keeps, by report (the families' samples hold them)
@@ -233,3 +233,17 @@ def test_fixed_families_keep_their_report_cases(name):
     names = {c["name"] for c in samples["cases"]}
     missing = [c for c in REPORT_CASES[name] if c not in names]
     assert not missing, f"{name}: samples lack the report cases {missing}"
+
+
+def test_list_says_which_variant_each_name_is(capsys):
+    """``respc list`` names the variant of every family, so a user picks the one whose format
+    the model's chat template asks for (llama3.2 is the JSON mode of Llama 3.2's own template;
+    the pythonic list is llama3.2-pythonic)."""
+    from respc.cli import main
+
+    assert main(["list"]) == 0
+    lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert sorted(lines) == FAMILIES
+    assert "chat template" in lines["llama3.2"] and "JSON" in lines["llama3.2"]
+    assert "pythonic" in lines["llama3.2-pythonic"]
+    assert all(text.strip() for text in lines.values())
