@@ -532,10 +532,11 @@ def test_to_message_shape():
 
 
 def test_a_malformed_call_raises_as_the_parser_does():
-    bad = '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1,}}]</s>'
+    # command-r7b parses its action list as one JSON document, without allow_non_json
+    bad = '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {"a": 1,}}]<|END_ACTION|>'
     with pytest.raises(ValueError) as expected:
-        respc.parse_response(bad, "mistral-small-3.1", prefix="")
-    parser = DeltaParser("mistral-small-3.1", prefix="")
+        respc.parse_response(bad, "command-r7b", prefix="")
+    parser = DeltaParser("command-r7b", prefix="")
     with pytest.raises(ValueError) as raised:
         for char in bad:
             parser.feed(char)
