@@ -880,11 +880,28 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _variant(name: str) -> str:
+    """What a bundled family is, in a line: its samples' ``doc.variant`` (the variant of the
+    model's own chat template, or which other variant a suffixed name is), else the start of
+    ``doc.format``."""
+    from importlib import resources
+
+    try:
+        doc = json.loads(resources.files("respc.templates").joinpath("samples", f"{name}.json").read_text("utf-8"))["doc"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    text = doc.get("variant") or doc.get("format") or ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= 100 else text[:99].rstrip() + "…"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from .api import bundled_templates
 
-    for name in bundled_templates():
-        print(name)
+    names = bundled_templates()
+    width = max((len(n) for n in names), default=0)
+    for name in names:
+        print(f"{name:<{width}}  {_variant(name)}".rstrip())
     return 0
 
 

@@ -267,7 +267,7 @@ def test_xml_parameters_are_sent_as_each_completes(name):
 
 
 def test_a_call_list_sends_each_argument():
-    parser = DeltaParser("llama3.2", prefix="", tools=_WEATHER, id_seed=SEED)
+    parser = DeltaParser("llama3.2-pythonic", prefix="", tools=_WEATHER, id_seed=SEED)
     deltas = parser.feed('[get_weather(city="Paris", days="3"), get_weather(city="Rome")]')
     deltas += parser.finish()[0]
     calls = _accumulate(deltas)["tool_calls"]
@@ -560,10 +560,11 @@ def test_to_message_shape():
 
 
 def test_a_malformed_call_raises_as_the_parser_does():
-    bad = '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1,}}]</s>'
+    # command-r7b parses its action list as one JSON document, without allow_non_json
+    bad = '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {"a": 1,}}]<|END_ACTION|>'
     with pytest.raises(ValueError) as expected:
-        respc.parse_response(bad, "mistral-small-3.1", prefix="")
-    parser = DeltaParser("mistral-small-3.1", prefix="")
+        respc.parse_response(bad, "command-r7b", prefix="")
+    parser = DeltaParser("command-r7b", prefix="")
     with pytest.raises(ValueError) as raised:
         for char in bad:
             parser.feed(char)

@@ -220,7 +220,7 @@ def _marks(template):
     return sorted({m for state in build_ir(template).states if state.marks for group in state.marks for m in group})
 
 
-@pytest.mark.parametrize("name", ["smollm3", "qwen3", "qwen3-coder", "gpt-oss", "command-a", *_MARK_TEMPLATES])
+@pytest.mark.parametrize("name", ["smollm3", "hermes3", "qwen3-coder", "gpt-oss", "command-a", *_MARK_TEMPLATES])
 def test_quiet_tests_agree_with_the_scan(name):
     """Where a state's generated quiet test answers (no delimiter can commit), its scan
     holds from the same position and commits nothing. Texts are random mixes of the
