@@ -107,7 +107,9 @@ _DOLLAR = regex.compile(r"(?<!\\)(?:\\\\)*\$")
 _NAME_GROUP = regex.compile(r"\(\?P<(?P<group>\w*(?:name|func|fn|tool|function)\w*)>\\w[+*]\)", regex.IGNORECASE)
 _LAZY_GAP = regex.compile(r"(?:\.|\[[^\]]*\]|\\[sSwWdD])[*+]\?(?=.)", regex.DOTALL)
 #: a greedy gap that takes any character (``.*``, ``[\s\S]+``) before more pattern
-_GREEDY_GAP = regex.compile(r"(?<!\\)(?:\\\\)*(?:\.|\[(?:\\s\\S|\\S\\s|\\w\\W|\\W\\w|\\d\\D|\\D\\d)\])[*+](?![?+])(?=.)", regex.DOTALL)
+#: (an any-character run at the end of an alternative, as in an end-of-turn close that takes the
+#: rest of the output, ``<|im_end|>[\s\S]*``, is no gap: nothing follows it)
+_GREEDY_GAP = regex.compile(r"(?<!\\)(?:\\\\)*(?:\.|\[(?:\\s\\S|\\S\\s|\\w\\W|\\W\\w|\\d\\D|\\D\\d)\])[*+](?![?+])(?=[^|)])", regex.DOTALL)
 #: a group with a quantifier or an alternation inside, itself repeated
 _NESTED = regex.compile(r"\((?:\?:|\?P<\w+>)?(?P<body>(?:[^()\\]|\\.)*(?:[*+]|\{\d*,\d*\}|\|)(?:[^()\\]|\\.)*)\)(?:[*+]|\{\d*,\d*\})")
 
