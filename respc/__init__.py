@@ -37,6 +37,7 @@ from .api import (  # noqa: E402
 from . import ray  # noqa: E402  (Ray Data helpers; imports no `ray` package)
 from .batch import BatchError, RowError, parse_batch  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
+from .compiler.grammar import GrammarUnsupported  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
 from .runtime.base import PrefixWarning, RegexTimeout  # noqa: E402
 from .runtime.loader import CacheWarning  # noqa: E402
@@ -66,6 +67,7 @@ __all__ = [
     "PrefixWarning",
     "ResponseParser",
     "RowError",
+    "GrammarUnsupported",
     "TemplateError",
     "TemplateWarning",
     "bundled_templates",

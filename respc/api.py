@@ -37,6 +37,12 @@ __all__ = [
 
 Tools = Iterable[dict | Callable] | None
 
+
+def _plain_prefix(prefix: Any) -> str:
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+    return prefix
+
 _PREFIX_TYPE = "prefix must be a str (or a list of str with a list of texts), got {}"
 
 
@@ -178,6 +184,46 @@ class CompiledTemplate:
                 raise ValueError(PREFIX_REQUIRED)
             out.append(Parser.parse_whole(item_prefix, item, tools))
         return out
+
+    def grammar(
+        self,
+        tools: Tools,
+        *,
+        format: str = "lark",
+        tool_choice: str = "auto",
+        parallel_tool_calls: bool = True,
+        prefix: str | None = None,
+        special_tokens: Any = None,
+    ) -> Any:
+        """The grammar of the outputs this template parses, for constrained decoding:
+        ``format="lark"`` a Lark grammar for llguidance (str), ``"structural_tag"`` an
+        xgrammar structural tag (dict). ``tool_choice``: "auto", "required", "none" or a
+        tool name; ``parallel_tool_calls=False``: at most one call; ``prefix``: the prompt
+        (the grammar starts in the state it leaves, e.g. inside a pre-opened reasoning
+        block); ``special_tokens``: a list of marker strings, or a tokenizer, whose markers
+        are written as special tokens. Raises ``respc.GrammarUnsupported`` when the template
+        cannot be written as a grammar. Cached per template, tools and options. See
+        docs/grammar.md."""
+        from .compiler.grammar import cached_grammar
+
+        start = None
+        if prefix is not None:
+            parser = self.Parser(_plain_prefix(prefix))
+            used = {name for name in parser._out if name not in parser.DEFAULTS}
+            state = parser._state
+            if parser._opened and state < len(parser.STATES) - 1:
+                used.add(parser._name)
+            start = (state, self.Parser.cut_prefix(prefix) if prefix else "", tuple(sorted(used)))
+        return cached_grammar(
+            self.hash,
+            self.template,
+            tools,
+            format=format,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            special_tokens=special_tokens,
+            start=start,
+        )
 
     def _parse_collecting(self, text: Any, prefix: Any, tools: Any, on_malformed: Any, bounds: tuple) -> Any:
         """parse() with ``on_malformed="collect"`` (the messages and the errors met), or

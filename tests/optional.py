@@ -15,6 +15,9 @@ _OPTIONAL = {
     "ray": "Ray Data",
     "pyarrow": "Arrow columns and Parquet files",
     "openai": "the openai client's own stream accumulator",
+    "llguidance": "the matcher that runs compiled.grammar()'s Lark grammars",
+    "jsonschema": "validating tool arguments against their schema",
+    "tokenizers": "a local tokenizer whose markers are special tokens",
 }
 
 

@@ -1,0 +1,1328 @@
+"""The grammar of what a template parses: a Lark grammar (llguidance) from the IR.
+
+``grammar_for(template, tools, ...)`` walks the parser's state machine (compiler/ir.py):
+the free state (implicit content, or the null region) and one state per explicit field.
+A *step* out of the free state is optional free text, one top-level alternative of an
+open delimiter, the field's body and one alternative of its close; the free text is text
+that holds no match of any delimiter the free state watches. Each delimiter's regex (the
+``regex`` module's syntax, read with Python's own parser) is translated to llguidance's
+regex syntax exactly, or :class:`GrammarUnsupported` is raised naming its path.
+
+Lookarounds, ``\\A`` and ``\\Z`` are decided where they stand: every step is written out
+once with representative text (a tool name, an instance of the arguments' schema, ``x`` for
+free text) and the template's own compiled patterns are run on it, as the parser would run
+them: the open must be the earliest match of the free state's watches, the close the first
+match of the field's, and a close's lookahead must accept what the next step writes. A
+step that fails is not in the grammar; the assertions themselves are then left out of the
+written regex. Bodies come from the tools' JSON Schemas (``%json``), the call's name from
+the tool names wherever the transform reads it (an open-pattern capture, or a key of the
+body), and the call count from ``tool_choice`` and ``parallel_tool_calls``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+import regex
+
+from .ir import CLOSE, Delimiter, Field, TemplateIR, build_ir
+from .regexinfo import sre_modules
+from .validate import REGEX_FLAGS, TemplateError
+
+__all__ = ["GrammarUnsupported", "grammar_for", "special_token_strings"]
+
+
+class GrammarUnsupported(TemplateError):
+    """No grammar can be built for this template (or these options): the message names
+    the template path and why. A subclass of TemplateError (so of ValueError)."""
+
+    def __init__(self, message: str):
+        path, _, problem = message.partition(": ")
+        super().__init__(path, problem)
+
+
+_MAX_ALTS = 64
+_sre_parse, _sre = sre_modules()
+_FIELD_TEXT = "x"  # representative free text / text body
+_BODY_TEXT = "r"
+
+
+# --- regex: parse, split into alternatives, translate -----------------------------
+_NAMED = regex.compile(r"\(\?P<(\w+)>")
+
+
+def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
+    """Python's parse tree of ``pattern`` (DOTALL) with repeated group names made unique
+    (``name__2``), and {group id: original name}."""
+    seen: dict[str, int] = {}
+
+    def rename(m: Any) -> str:
+        n = seen[m.group(1)] = seen.get(m.group(1), 0) + 1
+        return m.group(0) if n == 1 else f"(?P<{m.group(1)}__{n}>"
+
+    try:
+        tree = _sre_parse.parse(_NAMED.sub(rename, pattern), _sre.SRE_FLAG_DOTALL)
+    except Exception as error:  # noqa: BLE001 - regex-module-only syntax
+        raise GrammarUnsupported(f"{path}: the grammar cannot read this pattern ({error}); use syntax Python's re reads") from None
+    names = {gid: (name.rpartition("__")[0] if "__" in name else name) for name, gid in tree.state.groupdict.items()}
+    return list(tree), names
+
+
+def _is_anything(item: Any) -> bool:
+    """``[\\s\\S]*`` / ``.*`` under DOTALL: any text, to the end."""
+    if isinstance(item[0], str):
+        return False
+    op, arg = item
+    if op is not _sre.MAX_REPEAT or arg[0] != 0 or arg[1] != _sre.MAXREPEAT or len(arg[2]) != 1:
+        return False
+    sop, sarg = list(arg[2])[0]
+    if sop is _sre.ANY:
+        return True
+    if sop is _sre.IN:
+        cats = {a for o, a in sarg if o is _sre.CATEGORY}
+        return {_sre.CATEGORY_SPACE, _sre.CATEGORY_NOT_SPACE} <= cats or {_sre.CATEGORY_WORD, _sre.CATEGORY_NOT_WORD} <= cats or {_sre.CATEGORY_DIGIT, _sre.CATEGORY_NOT_DIGIT} <= cats
+    return False
+
+
+def _interesting(items: Any, names: dict, marks: tuple[str, ...]) -> bool:
+    """The sub-tree holds a named group, an assertion, an anchor or a marker literal
+    (what distribution into alternatives must expose)."""
+    for item in items:
+        op, arg = item[0], item[1]
+        if isinstance(op, str) or op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT, _sre.GROUPREF) or _is_anything(item):
+            return True
+        if op is _sre.SUBPATTERN:
+            if arg[0] is not None and arg[0] in names:
+                return True
+            if _interesting(arg[-1], names, marks):
+                return True
+        elif op is _sre.BRANCH:
+            if any(_interesting(b, names, marks) for b in arg[1]):
+                return True
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
+            if _interesting(arg[2], names, marks):
+                return True
+    if marks:
+        text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in items)
+        if any(m in text for m in marks):
+            return True
+    return False
+
+
+def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -> list[list]:
+    """The top-level alternatives of a sequence: branches and groups distributed, optional
+    parts that hold something interesting split into absent | present; named groups kept
+    as ``("@group", name, items)``."""
+    out: list[list] = [[]]
+    for item in items:
+        op, arg = item
+        choices: list[list] | None = None
+        if op is _sre.BRANCH and (marks or _interesting([item], names, marks)):
+            choices = [c for b in arg[1] for c in _alternatives(list(b), names, marks, path)]
+        elif op is _sre.SUBPATTERN:
+            gid, add, delete, sub = arg
+            if add & ~_sre.SRE_FLAG_DOTALL or delete:
+                raise GrammarUnsupported(f"{path}: inline flags other than (?s) are not translated")
+            if gid is not None and gid in names:
+                inner = _alternatives(list(sub), names, marks, path)
+                choices = [[("@group", names[gid], alt)] for alt in inner]
+            else:
+                choices = _alternatives(list(sub), names, marks, path)
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and _interesting(arg[2], names, marks):
+            choices = [[]] + _alternatives(list(arg[2]), names, marks, path)
+        if choices is None:
+            out = [alt + [item] for alt in out]
+        else:
+            out = [alt + c for alt in out for c in choices]
+        if len(out) > _MAX_ALTS:
+            raise GrammarUnsupported(f"{path}: more than {_MAX_ALTS} alternatives once distributed")
+    return out
+
+
+_META = set("\\.+*?()|[]{}^$#&-~/")
+
+
+def _char(c: int, in_class: bool = False) -> str:
+    ch = chr(c)
+    if ch in _META or (in_class and ch in "^-[]"):
+        return "\\" + ch
+    if c < 0x20 or c == 0x7F:
+        return f"\\x{c:02x}"
+    return ch
+
+
+_CATS = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+def _class(items: Any, path: str) -> str:
+    parts, negate = [], False
+    for op, arg in items:
+        if op is _sre.NEGATE:
+            negate = True
+        elif op is _sre.LITERAL:
+            parts.append(_char(arg, True))
+        elif op is _sre.RANGE:
+            parts.append(f"{_char(arg[0], True)}-{_char(arg[1], True)}")
+        elif op is _sre.CATEGORY:
+            parts.append(_CATS[str(arg)])
+        else:
+            raise GrammarUnsupported(f"{path}: class item {op} is not translated")
+    return f"[{'^' if negate else ''}{''.join(parts)}]"
+
+
+def translate(items: Any, path: str, *, contains: bool = False, groups: dict | None = None) -> str:
+    """llguidance regex for a parse (sub-)tree. Assertions: left out (they are decided by
+    the caller); with ``contains`` a trailing lookahead is written as what it requires (a
+    text holding a match of ``A(?=B)`` is a text holding ``AB``), for free text's exclusion."""
+    items = list(items)
+    out = []
+    for index, item in enumerate(items):
+        op, arg = item[0], item[1]
+        if isinstance(op, str):  # ("@group", name, items)
+            out.append("(?:" + translate(item[2], path, contains=contains, groups=groups) + ")")
+        elif op is _sre.LITERAL:
+            out.append(_char(arg))
+        elif op is _sre.NOT_LITERAL:
+            out.append(f"[^{_char(arg, True)}]")
+        elif op is _sre.ANY:
+            out.append("(?s:.)")
+        elif op is _sre.IN:
+            out.append(_class(arg, path))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            lo, hi, sub = arg
+            body = translate(sub, path, contains=contains, groups=groups)
+            if hi == _sre.MAXREPEAT:
+                q = "*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}"
+            elif lo == 0 and hi == 1:
+                q = "?"
+            else:
+                q = f"{{{lo},{hi}}}" if lo != hi else f"{{{lo}}}"
+            out.append(f"(?:{body}){q}")
+        elif op is _sre.BRANCH:
+            out.append("(?:" + "|".join(translate(b, path, contains=contains, groups=groups) for b in arg[1]) + ")")
+        elif op is _sre.SUBPATTERN:
+            if arg[1] & ~_sre.SRE_FLAG_DOTALL or arg[2]:
+                raise GrammarUnsupported(f"{path}: inline flags other than (?s) are not translated")
+            out.append("(?:" + translate(arg[3], path, contains=contains, groups=groups) + ")")
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            if contains and op is _sre.ASSERT and arg[0] == 1 and index == len(items) - 1:
+                out.append("(?:" + translate(arg[1], path, contains=True, groups=groups) + ")")
+        elif op is _sre.AT:
+            continue
+        elif op is _sre.GROUPREF:
+            if contains and groups is not None and arg in groups:
+                out.append("(?:" + groups[arg] + ")")
+            else:
+                raise GrammarUnsupported(f"{path}: a back reference cannot be written in a grammar")
+        elif op is getattr(_sre, "ATOMIC_GROUP", "-"):
+            out.append("(?:" + translate(arg, path, contains=contains, groups=groups) + ")")
+        else:
+            raise GrammarUnsupported(f"{path}: regex construct {op} is not translated")
+    return "".join(out)
+
+
+def _group_sources(items: Any, names: dict, path: str, acc: dict | None = None) -> dict:
+    """{group id: translated regex} of every group (what a back reference may repeat)."""
+    acc = {} if acc is None else acc
+    for op, arg in items:
+        if op is _sre.SUBPATTERN:
+            if arg[0] is not None:
+                try:
+                    acc[arg[0]] = translate(arg[3], path)
+                except GrammarUnsupported:
+                    acc[arg[0]] = "(?s:.*)"
+            _group_sources(arg[3], names, path, acc)
+        elif op is _sre.BRANCH:
+            for b in arg[1]:
+                _group_sources(b, names, path, acc)
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            _group_sources(arg[2], names, path, acc)
+    return acc
+
+
+def _rep(items: Any, fill: dict[str, str]) -> str | None:
+    """A short representative string of a sequence (named groups in ``fill`` written as
+    given); None when a back reference or an anchor in the middle makes one unknown."""
+    out = []
+    for item in items:
+        op, arg = item[0], item[1]
+        if isinstance(op, str):
+            if item[1] in fill:
+                out.append(fill[item[1]])
+            else:
+                sub = _rep(item[2], fill)
+                if sub is None:
+                    return None
+                out.append(sub)
+        elif op is _sre.LITERAL:
+            out.append(chr(arg))
+        elif op is _sre.NOT_LITERAL:
+            out.append("a" if chr(arg) != "a" else "b")
+        elif op is _sre.ANY:
+            out.append("a")
+        elif op is _sre.IN:
+            ch = _class_char(arg)
+            if ch is None:
+                return None
+            out.append(ch)
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            lo, _, sub = arg
+            if lo:
+                s = _rep(sub, fill)
+                if s is None:
+                    return None
+                out.append(s * lo)
+        elif op is _sre.BRANCH:
+            s = _rep(arg[1][0], fill)
+            if s is None:
+                return None
+            out.append(s)
+        elif op is _sre.SUBPATTERN:
+            s = _rep(arg[3], fill)
+            if s is None:
+                return None
+            out.append(s)
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+            continue
+        else:
+            return None
+    return "".join(out)
+
+
+def _class_char(items: Any) -> str | None:
+    probe = _class(items, "")
+    compiled = regex.compile(probe.replace("\\x{", "\\x{"), regex.V0)
+    for ch in "a_x0 <{\n":
+        if compiled.fullmatch(ch):
+            return ch
+    for c in range(32, 0x250):
+        if compiled.fullmatch(chr(c)):
+            return chr(c)
+    return None
+
+
+# --- delimiters ---------------------------------------------------------------------
+@dataclass
+class Alt:
+    """One top-level alternative of a delimiter."""
+
+    delim: Delimiter
+    index: int
+    items: list  # the alternative's items, assertions and anchors included
+    end: bool  # ends the output (a ``[\\s\\S]*`` or ``\\Z`` tail)
+    consuming: bool  # writes something (not only assertions)
+    groups: dict  # gid -> translated regex (back references' exclusion)
+
+    def body(self) -> list:
+        """The items written: leading/trailing assertions, anchors and the any-text tail off."""
+        items = list(self.items)
+        while items and not isinstance(items[-1][0], str) and (
+            items[-1][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT) or _is_anything(items[-1])
+        ):
+            items.pop()
+        while items and not isinstance(items[0][0], str) and items[0][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+            items.pop(0)
+        return items
+
+
+def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
+    if d.is_literal:
+        items_list = [[(_sre.LITERAL, ord(c)) for c in lit] for lit in d.literals]
+        return [Alt(d, i, items, False, True, {}) for i, items in enumerate(items_list)]
+    items, names = _parse(d.pattern, d.path)
+    groups = _group_sources(items, names, d.path)
+    alts = []
+    for i, alt in enumerate(_alternatives(items, names, marks, d.path)):
+        end = bool(alt) and not isinstance(alt[-1][0], str) and (
+            _is_anything(alt[-1]) or (alt[-1][0] is _sre.AT and alt[-1][1] is _sre.AT_END_STRING)
+        )
+        a = Alt(d, i, alt, end, False, groups)
+        a.consuming = bool(_rep(a.body(), {}) or _rep(a.body(), {}) is None)
+        alts.append(a)
+    return alts
+
+
+def _exclusion(alts: list[Alt], path: str) -> str:
+    """llguidance regex of what free text must not contain: any match of these alternatives
+    (assertions relaxed: a superset of the matches)."""
+    parts = []
+    for a in alts:
+        items = [it for it in a.items if not _is_anything(it)]
+        while items and not isinstance(items[0][0], str) and items[0][0] is _sre.MAX_REPEAT and items[0][1][0] == 0:
+            items.pop(0)  # a leading optional run: holding the match means holding the rest
+        body = translate(items, path, contains=True, groups=a.groups)
+        if not body:
+            raise GrammarUnsupported(f"{path}: alternative {a.index} matches the empty text; free text around it cannot be written")
+        parts.append(body)
+    return "|".join(dict.fromkeys(parts))
+
+
+# --- tools --------------------------------------------------------------------------
+def _tool_list(tools: Any) -> list[dict]:
+    out = []
+    for index, tool in enumerate(tools or []):
+        if not isinstance(tool, dict):
+            raise TypeError(f"tools[{index}]: the grammar needs JSON schema tools (dicts), got {type(tool).__name__}")
+        fn = tool.get("function", tool)
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tools[{index}]: a tool needs a function name")
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        out.append({"name": name, "parameters": params})
+    return out
+
+
+def _instance(schema: Any, depth: int = 0) -> Any:
+    """A small instance of a JSON schema (representative text)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return "a"
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return _instance(schema[key][0], depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0] if kind else None
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        req = schema.get("required", list(props)[:1])
+        return {k: _instance(props.get(k, {}), depth + 1) for k in props if k in req}
+    if kind == "array":
+        return [_instance(schema.get("items", {}), depth + 1)] * max(1, schema.get("minItems", 1))
+    if kind == "integer":
+        return max(0, schema.get("minimum", 0))
+    if kind == "number":
+        return max(0, schema.get("minimum", 0))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return "a"
+
+
+def _value_kind(schema: Any) -> str:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return kind if isinstance(kind, str) else "any"
+
+
+# --- the transform: where the call's parts come from ----------------------------------
+@dataclass
+class CallShape:
+    """How a tool-call field's region holds a call (inverted from its transform)."""
+
+    name_group: str | None = None  # the open-pattern capture that is the function name
+    body: str = "args"  # "args": content is the arguments; "function": content is {name, arguments}
+    #: with transform_each / a content key: the item keys of name/arguments/id
+    name_key: tuple[str, ...] = ()
+    args_key: tuple[str, ...] = ()
+    id_key: tuple[str, ...] = ()
+    each: bool = False
+    order: tuple[str, ...] = ("id", "name", "args")  # the body's keys in the transform's order
+
+
+_PH = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+
+def _call_shape(f: Field) -> CallShape:
+    t = f.transform
+    path = f"{f.path}.transform"
+    if not isinstance(t, dict) or not isinstance(t.get("function"), (dict, str)):
+        raise GrammarUnsupported(f"{path}: a tool-call field needs a transform with a 'function' to invert")
+    shape = CallShape(each=f.transform_each)
+
+    def source(value: Any, what: str) -> tuple[str, tuple[str, ...]]:
+        m = _PH.fullmatch(value) if isinstance(value, str) else None
+        if m is None:
+            raise GrammarUnsupported(f"{path}: the call's {what} is not a placeholder; it cannot be inverted")
+        root, *keys = m.group(1).split(".")
+        return root, tuple(keys)
+
+    fn = t["function"]
+    if isinstance(fn, dict):
+        seen = []
+        for key in t:
+            if key == "id":
+                seen.append("id")
+            elif key == "function":
+                seen += ["name" if k == "name" else "args" for k in fn if k in ("name", "arguments")]
+        shape.order = tuple(dict.fromkeys(seen + ["id", "name", "args"]))
+    if isinstance(fn, str):
+        root, keys = source(fn, "function")
+        if f.transform_each:
+            raise GrammarUnsupported(f"{path}: 'function' taken whole from a list item is not inverted")
+        if root != "content":
+            raise GrammarUnsupported(f"{path}: 'function' from a capture cannot carry arguments")
+        shape.body = "function"
+        shape.name_key, shape.args_key = (*keys, "name"), (*keys, "arguments")
+        return shape
+    name_root, name_keys = source(fn.get("name"), "name")
+    args_root, args_keys = source(fn.get("arguments"), "arguments")
+    if "id" in t:
+        id_root, id_keys = source(t["id"], "id")
+    else:
+        id_root, id_keys = None, ()
+    if f.transform_each:
+        shape.body = "items"
+        shape.name_key, shape.args_key = (name_root, *name_keys), (args_root, *args_keys)
+        shape.id_key = (id_root, *id_keys) if id_root else ()
+        return shape
+    if args_root != "content":
+        raise GrammarUnsupported(f"{path}: the arguments come from a capture, not the body; no schema applies")
+    if name_root == "content":
+        shape.body = "keyed"
+        shape.name_key, shape.args_key = name_keys, args_keys
+        shape.id_key = id_keys if id_root == "content" else ()
+        return shape
+    if name_keys:
+        raise GrammarUnsupported(f"{path}: a dotted name capture cannot be inverted")
+    shape.name_group = name_root
+    shape.args_key = args_keys
+    if args_keys:
+        raise GrammarUnsupported(f"{path}: arguments inside the body of a named call are not inverted")
+    return shape
+
+
+def _nest(keys: tuple[str, ...], schema: dict) -> dict:
+    for key in reversed(keys):
+        schema = {"type": "object", "properties": {key: schema}, "required": [key]}
+    return schema
+
+
+def _merge(a: dict, b: dict) -> dict:
+    """Two object schemas built by _nest, merged."""
+    if "properties" not in a or "properties" not in b:
+        return a
+    props = dict(a["properties"])
+    for k, v in b["properties"].items():
+        props[k] = _merge(props[k], v) if k in props else v
+    return {"type": "object", "properties": props, "required": list(dict.fromkeys(a["required"] + b["required"]))}
+
+
+def _call_schema(shape: CallShape, tool: dict) -> dict:
+    """The JSON schema of one call's object (a body keyed by name/arguments)."""
+    parts = {"name": _nest(shape.name_key, {"const": tool["name"]}), "args": _nest(shape.args_key, tool["parameters"])}
+    if shape.id_key:
+        parts["id"] = _nest(shape.id_key, {"type": "string", "pattern": "^[A-Za-z0-9_\\-]{1,40}$"})
+    schema = None
+    for part in shape.order:
+        if part in parts:
+            schema = parts[part] if schema is None else _merge(schema, parts[part])
+    return schema
+
+
+# --- the grammar --------------------------------------------------------------------
+@dataclass
+class Options:
+    tool_choice: str
+    parallel: bool
+    special: frozenset
+    tools: list[dict]
+
+
+class Builder:
+    def __init__(self, template: dict, ir: TemplateIR, options: Options):
+        self.t = template
+        self.ir = ir
+        self.o = options
+        self.rules: dict[str, str] = {}
+        self.terms: dict[str, str] = {}
+        self.term_names: dict[str, str] = {}
+        self.rule_names: dict[str, str] = {}
+        self.marks = tuple(sorted(options.special, key=len, reverse=True))
+        self.free = ir.states[-1]
+        self.alts: dict[str, list[Alt]] = {}
+        for f in ir.fields:
+            for d in (f.open, f.close):
+                if d is not None:
+                    self.alts[d.path] = _delim_alts(d, self.marks)
+        self.compiled = {p: regex.compile(d.regex_source, REGEX_FLAGS) for f in ir.fields for d in (f.open, f.close) if d is not None for p in [d.path]}
+        self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
+        self.shape = _call_shape(self.calls) if self.calls is not None else None
+        watches = [w.delim for w in self.free.watches]
+        self.refused: list[GrammarUnsupported] = []
+        self.calls_written: list[bool] = []
+        self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+
+    # names
+    def term(self, body: str) -> str:
+        name = self.term_names.get(body)
+        if name is None:
+            name = self.term_names[body] = f"T{len(self.term_names)}"
+            self.terms[name] = body
+        return name
+
+    def rule(self, body: str, lazy: bool = False) -> str:
+        key = ("L" if lazy else "") + body
+        name = self.rule_names.get(key)
+        if name is None:
+            name = self.rule_names[key] = f"r{len(self.rule_names)}"
+            self.rules[name + ("[lazy]" if lazy else "")] = body
+        return name
+
+    # pieces of a delimiter alternative
+    def pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
+        """[("re", regex) | ("tok", marker) | ("lit", text)] of an alternative; a named
+        group in ``fill`` is written as that literal (None: by its regex)."""
+        out: list[tuple[str, str]] = []
+        run: list = []
+
+        def flush() -> None:
+            if run:
+                cut = len(run)
+                if not out:
+                    # the first run goes into a lazy lexeme with the text before it, which
+                    # ends as soon as it matches: it stops at the run's last literal, and
+                    # what may follow that (an optional tail, a whitespace run) is its own
+                    last = [i for i, it in enumerate(run) if it[0] is _sre.LITERAL]
+                    if last:
+                        cut = last[-1] + 1
+                for part in (run[:cut], run[cut:]):
+                    text = translate(part, alt.delim.path) if part else ""
+                    if text:
+                        out.append(("re", text))
+                run.clear()
+
+        items = alt.body()
+        i = 0
+        while i < len(items):
+            item = items[i]
+            if isinstance(item[0], str) and fill.get(item[1]) is not None:
+                flush()
+                out.append(("lit", fill[item[1]]))
+                i += 1
+                continue
+            if self.marks and item[0] is _sre.LITERAL:
+                j = i
+                while j < len(items) and items[j][0] is _sre.LITERAL:
+                    j += 1
+                text = "".join(chr(a) for _, a in items[i:j])
+                k = 0
+                while k < len(text):
+                    hit = next((m for m in self.marks if text.startswith(m, k)), None)
+                    if hit:
+                        flush()
+                        out.append(("tok", hit))
+                        k += len(hit)
+                    else:
+                        run.append((_sre.LITERAL, ord(text[k])))
+                        k += 1
+                i = j
+                continue
+            run.append(item)
+            i += 1
+        flush()
+        return out
+
+    def seq(self, pieces: list[tuple[str, str]], lead: str | None = None) -> list[str]:
+        """Grammar items for pieces; ``lead``: a text regex (an exclusion term) that comes
+        first, merged with the first regex piece into one lazy lexeme."""
+        items: list[str] = []
+        pieces = list(pieces)
+        if lead is not None:
+            if pieces and pieces[0][0] == "tok" or not pieces:
+                items.append(self.term(lead))
+            else:
+                kind, text = pieces.pop(0)
+                first = "/" + text + "/" if kind == "re" else json.dumps(text)
+                if kind == "lit":
+                    first = "/" + regex.escape(text) + "/"
+                items.append(self.rule(f"{self.term(lead)} {self.term(first)}", lazy=True))
+        for kind, text in pieces:
+            if kind == "re":
+                if _nullable(text):
+                    items.append(self.term(f"(/{text}/ & /(?s:.+)/)") + "?")
+                else:
+                    items.append(self.term("/" + text + "/"))
+            elif kind == "tok":
+                items.append(f"<{text}>" if text.startswith("<") and text.endswith(">") else json.dumps(text))
+            else:
+                items.append(json.dumps(text))
+        return items
+
+    def text_term(self, excl: str, nonempty: bool = False) -> str:
+        base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
+        return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+
+
+def _nullable(text: str) -> bool:
+    """The translated regex matches the empty text (read back with the regex module)."""
+    try:
+        return regex.fullmatch(text, "", regex.V0) is not None
+    except regex.error:
+        return False
+
+
+def special_token_strings(special_tokens: Any) -> frozenset:
+    """The marker strings that are special tokens: a list of strings, or a tokenizer
+    (its added tokens that are special, and its all_special_tokens)."""
+    if special_tokens is None:
+        return frozenset()
+    if isinstance(special_tokens, (list, tuple, set, frozenset)):
+        if not all(isinstance(s, str) for s in special_tokens):
+            raise TypeError("special_tokens must be a list of str or a tokenizer")
+        return frozenset(special_tokens)
+    found: set[str] = set()
+    added = getattr(special_tokens, "added_tokens_decoder", None)
+    if isinstance(added, dict):
+        found.update(str(t) for t in added.values() if getattr(t, "special", False))
+    for attr in ("all_special_tokens",):
+        found.update(getattr(special_tokens, attr, None) or [])
+    get = getattr(special_tokens, "get_added_tokens_decoder", None)  # a tokenizers.Tokenizer
+    if callable(get):
+        found.update(t.content for t in get().values() if getattr(t, "special", False))
+    if not found:
+        raise TypeError("special_tokens: no special tokens found; pass a list of str or a tokenizer")
+    return frozenset(found)
+
+
+# --- value grammars (xml-inline values, python calls, JSON dialects) -----------------
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_INT = r"-?(?:0|[1-9][0-9]*)"
+_NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+class ValueWriter:
+    """Lark items for a value of a JSON schema in a given dialect."""
+
+    def __init__(self, b: "Builder", dialect: str, path: str, string_delims: tuple[str, str] | None = None):
+        self.b, self.dialect, self.path, self.delims = b, dialect, path, string_delims
+
+    def value(self, schema: Any, depth: int = 0) -> str:
+        b = self.b
+        if depth > 6 or not isinstance(schema, dict):
+            raise GrammarUnsupported(f"{self.path}: a schema nested too deeply (or not an object) for a {self.dialect} value")
+        if "enum" in schema or "const" in schema:
+            values = schema.get("enum", [schema.get("const")])
+            return "(" + " | ".join(self.const(v) for v in values) + ")"
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                return "(" + " | ".join(self.value(s, depth + 1) for s in schema[key]) + ")"
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return "(" + " | ".join(self.value({**schema, "type": k}, depth + 1) for k in kind) + ")"
+        if kind == "string" or kind is None and self.dialect != "json":
+            return self.string()
+        if kind == "integer":
+            return b.term("/" + _INT + "/")
+        if kind == "number":
+            return b.term("/" + _NUM + "/")
+        if kind == "boolean":
+            return '("True" | "False")' if self.dialect == "python" else '("true" | "false")'
+        if kind == "null":
+            return '"None"' if self.dialect == "python" else '"null"'
+        if kind == "array":
+            item = self.value(schema.get("items", {"type": "string"}), depth + 1)
+            ws = b.term(r"/[ \t\n]*/") if False else ""
+            return b.rule(f'"[" ({item} ("," " "? {item})*)? "]"')
+        if kind == "object":
+            props = schema.get("properties", {})
+            req = [k for k in schema.get("required", []) if k in props]
+            pairs = {k: f"{self.key(k)} \":\" \" \"? {self.value(props[k], depth + 1)}" for k in props}
+            return b.rule('"{" ' + _listed(pairs, req, '"," " "?') + ' "}"')
+        raise GrammarUnsupported(f"{self.path}: schema type {kind!r} has no {self.dialect} value grammar")
+
+    def key(self, k: str) -> str:
+        if self.dialect == "unquoted":
+            return json.dumps(k)
+        return json.dumps(json.dumps(k))
+
+    def string(self) -> str:
+        b = self.b
+        if self.delims is not None:
+            open_, close = self.delims
+            return f"{json.dumps(open_)} {b.rule(b.term(b.text_term(regex.escape(close))) + ' ' + b.term(json.dumps(close)), lazy=True)}"
+        return b.term("/" + _JSON_STRING + "/")
+
+    def const(self, v: Any) -> str:
+        if isinstance(v, str):
+            if self.delims is not None:
+                return json.dumps(self.delims[0] + v + self.delims[1])
+            return json.dumps(json.dumps(v))
+        if isinstance(v, bool) and self.dialect == "python":
+            return json.dumps("True" if v else "False")
+        if v is None and self.dialect == "python":
+            return '"None"'
+        return json.dumps(json.dumps(v))
+
+
+def _listed(items: dict[str, str], required: list[str], sep: str) -> str:
+    """Grammar of ``items`` written in order, each required one always and each other one
+    optionally, ``sep`` between two written ones."""
+    names = list(items)
+    req = set(required)
+
+    def rest(i: int) -> str:
+        # items[i:], after at least one was written
+        out = []
+        for name in names[i:]:
+            out.append(f"{sep} {items[name]}" if name in req else f"({sep} {items[name]})?")
+        return " ".join(out)
+
+    alts = []
+    for i, name in enumerate(names):
+        alts.append(f"{items[name]} {rest(i + 1)}".strip())
+        if name in req:
+            break
+    else:
+        alts.append("")
+    alts = [a for a in alts]
+    if len(alts) == 1:
+        return alts[0]
+    return "(" + " | ".join(a if a else '""' for a in alts) + ")"
+
+
+def _py_literal(v: Any) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if v is None:
+        return "None"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_py_literal(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_py_literal(x)}" for k, x in v.items()) + "}"
+    return json.dumps(v)
+
+
+# --- the walk -----------------------------------------------------------------------
+@dataclass
+class Step:
+    kind: str  # "field" | "unclosed" | "iclose" | "end"
+    text: bool
+    field: Field | None = None
+    open: Alt | None = None
+    close: Alt | None = None
+    tool: dict | None = None  # a call field with the name in its open
+    calls: int = 0
+
+
+def _build(template: dict, tools: Any, tool_choice: str, parallel: bool, special: frozenset,
+           start: tuple[int, str]) -> str:
+    ir = build_ir(template)
+    tool_list = _tool_list(tools)
+    names = [t["name"] for t in tool_list]
+    if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
+        raise ValueError(f"tool_choice: {tool_choice!r} is not 'auto', 'required', 'none' or a tool name ({names})")
+    if tool_choice not in ("auto", "none") and not tool_list:
+        raise ValueError(f"tool_choice={tool_choice!r} needs tools")
+    chosen = [t for t in tool_list if tool_choice in ("auto", "required") or t["name"] == tool_choice]
+    if tool_choice == "none":
+        chosen = []
+    b = Builder(template, ir, Options(tool_choice, parallel, special, chosen))
+    return b.walk(start)
+
+
+def _walk(self: Builder, start: tuple) -> str:
+    ir, o = self.ir, self.o
+    free = self.free
+    calls_allowed = bool(o.tools) and self.calls is not None
+    must_call = o.tool_choice not in ("auto", "none")
+    if must_call and self.calls is None:
+        raise GrammarUnsupported("fields: the template has no tool_calls field; a call cannot be required")
+    watches = [(w, self.compiled[w.delim.path]) for w in free.watches]
+    close_alts = {}
+    for f in ir.fields:
+        if f.close is None or f.implicit:
+            continue
+        alts = self.alts[f.close.path]
+        close_alts[f.index] = alts
+
+    def open_ok(s: str, frm: int, d0: int, d1: int, field: Field | None, alt_delim: Delimiter) -> bool:
+        best = None
+        for order, (w, pat) in enumerate(watches):
+            m = pat.search(s, frm)
+            if m is None:
+                continue
+            key = (m.start(), -(m.end() - m.start()), order)
+            if best is None or key < best[0]:
+                best = (key, w, m)
+        return best is not None and best[1].delim is alt_delim and best[2].span() == (d0, d1)
+
+    def quiet(s: str, frm: int) -> bool:
+        return all(pat.search(s, frm) is None for _, pat in watches)
+
+    def prev_ok(s: str, check: Any) -> bool:
+        if check is None:
+            return True
+        pat, frm, a, z = check
+        m = pat.search(s, frm)
+        return m is not None and m.span() == (a, z)
+
+    nodes: dict[Any, tuple[str, str, Any, Any]] = {}
+    order: list[Any] = []
+    bodies: dict[str, list[str]] = {}
+
+    state, left = start[0], start[1]
+    used0 = {f.index for f in ir.fields if len(start) > 2 and f.name in start[2] and not f.repeats}
+    key0 = ("start", 0, frozenset(used0))
+    first = None
+    if state != free.index:
+        # the prefix opened a field: its body, then its close, then the free state
+        f = ir.fields[state]
+        first = f
+    nodes[key0] = ("n0", left, None, None)
+    order.append(key0)
+    pending = [key0]
+    texts = (False, True)
+    while pending:
+        key = pending.pop(0)
+        name, L, check, carried = nodes[key]
+        prev, count, used = key[0], key[1], key[2]
+        alts_out: list[str] = []
+        can_end = not must_call or count > 0
+        steps: list[Step] = []
+        if prev == "start" and first is not None:
+            for c in close_alts.get(first.index, []):
+                steps.append(Step("field", False, first, None, c))
+            if can_end or first is self.calls:
+                steps.append(Step("unclosed", False, first, None, None))
+        else:
+            for w, _ in watches:
+                if w.is_open:
+                    f = w.field
+                    if not f.repeats and f.index in used:
+                        continue  # a field that does not repeat opens once
+                    is_call = f is self.calls
+                    if is_call and (not calls_allowed or (count > 0 and not o.parallel)):
+                        continue
+                    tools_here = [None]
+                    if is_call and self.shape.name_group is not None:
+                        tools_here = o.tools
+                    for oa in self.alts[w.delim.path]:
+                        for tool in tools_here:
+                            for text in texts:
+                                if f.close is None:
+                                    if can_end or is_call:
+                                        steps.append(Step("unclosed", text, f, oa, None, tool))
+                                    continue
+                                for c in close_alts.get(f.index, []):
+                                    steps.append(Step("field", text, f, oa, c, tool))
+                                if can_end or is_call:
+                                    steps.append(Step("unclosed", text, f, oa, None, tool))
+                else:
+                    for a in self.alts[w.delim.path]:
+                        for text in texts:
+                            if a.end:
+                                if can_end:
+                                    steps.append(Step("end", text, None, None, a))
+                            elif a.consuming:
+                                steps.append(Step("iclose", text, None, None, a))
+            if can_end:
+                steps.append(Step("end", True))
+                steps.append(Step("end", False))
+        results: dict[Any, dict[bool, Any]] = {}
+        for st in steps:
+            if carried is not None and st.text:
+                continue
+            ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
+            try:
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried)
+            except GrammarUnsupported as error:
+                self.refused.append(error)
+                got = None
+            results.setdefault(ident, {})[st.text] = (st, got)
+        for ident, by_text in results.items():
+            with_text = by_text.get(True, (None, None))
+            without = by_text.get(False, (None, None))
+            if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
+                # text or none: one lazy lexeme whose text may be empty (a text lexeme
+                # beside a delimiter lexeme at one position would take the delimiter)
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True)
+            elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
+                alts_out.append(" ".join(with_text[1][0]))
+                got = without[1]
+            else:
+                got = with_text[1] if with_text[1] is not None else without[1]
+            if got is None:
+                continue
+            items, nxt = got
+            if nxt is None:
+                alts_out.append(" ".join(items) if items else "")
+                continue
+            nkey, nL, ncheck = nxt[:3]
+            if ident[1] != id(None):
+                nkey = (*nkey[:2], used | {next(f.index for f in self.ir.fields if id(f) == ident[1])}, *nkey[2:])
+            else:
+                nkey = (*nkey[:2], used, *nkey[2:])
+            ncarry = nxt[3] if len(nxt) > 3 else None
+            if nkey not in nodes:
+                nodes[nkey] = (f"n{len(nodes)}", nL, ncheck, ncarry)
+                order.append(nkey)
+                pending.append(nkey)
+            alts_out.append(" ".join(items + [nodes[nkey][0]]))
+        bodies[name] = list(dict.fromkeys(alts_out))
+    # prune nodes that cannot reach an end
+    live: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, alts in bodies.items():
+            if name in live:
+                continue
+            for alt in alts:
+                last = alt.split(" ")[-1] if alt else ""
+                if not last.startswith("n") or last in live:
+                    live.add(name)
+                    changed = True
+                    break
+    if calls_allowed and not any(self.calls_written):
+        if self.refused:
+            raise self.refused[0]
+        where = self.calls.open.path if self.calls.open is not None else self.calls.path
+        raise GrammarUnsupported(
+            f"{where}: no tool call can be written: no alternative of its delimiters reads a call as the grammar "
+            "would write it (a back reference, or an assertion that fails on every call)"
+        )
+    if "n0" not in live:
+        raise GrammarUnsupported(f"{self.where()}: no output of the template can end here with these options (tool_choice={o.tool_choice!r})")
+    lines = ["start: n0"]
+    for name, alts in bodies.items():
+        if name not in live:
+            continue
+        good = [a for a in alts if not a or not a.split(" ")[-1].startswith("n") or a.split(" ")[-1] in live]
+        lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
+    for name, body in self.rules.items():
+        lines.append(f"{name}: {body}")
+    for name, body in self.terms.items():
+        lines.append(f"{name}: {body}")
+    return "\n".join(lines) + "\n"
+
+
+Builder.walk = _walk
+
+
+def _where(self: Builder) -> str:
+    return "fields"
+
+
+Builder.where = _where
+
+
+def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
+              carried: str | None = None, nullable: bool = False) -> Any:
+    """The grammar items of a step and the node it leads to ((key, left text, check)), or
+    None when the template's patterns do not read it as written."""
+    text = _FIELD_TEXT if st.text else ""
+    s = L + text
+    d0 = len(s)
+    items: list[str] = []
+    lead = self.text_term(self.free_excl, nonempty=not nullable) if st.text else carried
+    if st.kind == "end":
+        if st.close is None:
+            if not prev_ok(s, check) or not quiet(s, len(L)):
+                return None
+            if lead is not None:
+                items.append(self.term(lead))
+            elif L and not check and False:
+                return None
+            return items, None
+        a = st.close
+        r = _rep(a.body(), {})
+        if r is None:
+            return None
+        s += r
+        if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
+            return None
+        items += self.seq(self.pieces(a, {}), lead)
+        return items, None
+    if st.kind == "iclose":
+        a = st.close
+        r = _rep(a.body(), {})
+        if not r:
+            return None
+        s += r + _FIELD_TEXT
+        if not prev_ok(s, check) or not open_ok(s, len(L), d0, d0 + len(r), None, a.delim):
+            return None
+        items += self.seq(self.pieces(a, {}), lead)
+        pat = self.compiled[a.delim.path]
+        return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
+    f = st.field
+    fill = {}
+    if st.tool is not None:
+        fill[self.shape.name_group] = st.tool["name"]
+    if st.open is not None:
+        r_open = _rep(st.open.body(), fill)
+        if r_open is None:
+            return None
+        opened = True
+    else:
+        r_open = ""
+        opened = False
+    s += r_open
+    d1 = len(s)
+    body_items, body_rep, calls = self.body(f, st.tool)
+    if body_items is None:
+        return None
+    s += body_rep
+    b1 = len(s)
+    if opened:
+        probe = s + (_FIELD_TEXT if st.kind == "unclosed" else "")
+        if not prev_ok(probe if st.kind == "unclosed" else s, check):
+            return None
+        if not open_ok(s, len(L), d0, d1, f, st.open.delim):
+            return None
+        items += self.seq(self.pieces(st.open, {self.shape.name_group: st.tool["name"]} if st.tool else {}), lead)
+    elif not prev_ok(s, check):
+        return None
+    ncount = min(count + calls, 1)
+    if calls:
+        self.calls_written.append(True)
+    if st.kind == "unclosed":
+        if f.close is not None and self.compiled[f.close.path].search(s, d1) is not None:
+            return None
+        if f.content == "text":
+            items.append(self.term(self.text_term(self.close_excl(f), nonempty=True)) + "?")
+        else:
+            items += body_items
+        return items, None
+    c = st.close
+    r_close = _rep(c.body(), {})
+    if r_close is None:
+        return None
+    s += r_close
+    c1 = len(s)
+    pat = self.compiled[c.delim.path]
+    if f.content == "text" and not c.consuming:
+        # a zero-width close: the body's text is written with what the next step opens
+        if c.end:
+            return None
+        return items, (((c.delim.path, c.index), ncount, "carry"), s, (pat, d1, b1, c1), self.text_term(self.close_excl(f)))
+    if f.content == "text":
+        close_items = self.seq(self.pieces(c, {}), self.text_term(self.close_excl(f)))
+        items += close_items
+    else:
+        lead_c = self.tail_lead if f.content == "xml-inline" else None
+        items += body_items + self.seq(self.pieces(c, {}), lead_c)
+    if c.end:
+        m = pat.search(s, d1)
+        if m is None or m.span() != (b1, c1):
+            return None
+        return items, None
+    return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
+
+
+Builder.try_step = _try_step
+
+
+def _close_excl(self: Builder, f: Field) -> str:
+    return _exclusion(self.alts[f.close.path], f.close.path) if f.close is not None else ""
+
+
+Builder.close_excl = _close_excl
+
+
+def _body(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | None, str, int]:
+    """(grammar items, representative text, calls it holds) of a field's body."""
+    is_call = f is self.calls
+    path = f"{f.path}.content"
+    if f.content == "text":
+        return [], _BODY_TEXT, 0
+    if not is_call:
+        if f.content == "json":
+            return self.json_item({}), "{}", 0
+        raise GrammarUnsupported(f"{path}: content {f.content!r} outside tool_calls has no grammar")
+    shape = self.shape
+    tools = [tool] if tool is not None else self.o.tools
+    if f.content == "json":
+        args = f.content_args
+        dialect = {k for k in args if k != "allow_non_json" and args[k]}
+        if shape.body == "args":
+            schema = tool["parameters"] if tool else None
+            if schema is None:
+                raise GrammarUnsupported(f"{f.path}.transform: arguments without a name in the open delimiter")
+            inst = _instance(schema)
+        else:
+            schemas = [_call_schema(shape, t) for t in tools]
+            one = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+            if shape.body == "items":
+                schema = {"type": "array", "items": one, "minItems": 1}
+                if not self.o.parallel:
+                    schema["maxItems"] = 1
+            else:
+                schema = one
+            inst = _instance(schema)
+        if dialect:
+            if dialect - {"unquoted_keys", "string_delims"}:
+                raise GrammarUnsupported(f"{path}: JSON dialect options {sorted(dialect)} have no grammar")
+            delims = args.get("string_delims")
+            pair = tuple(delims[0]) if delims else None
+            w = ValueWriter(self, "unquoted" if args.get("unquoted_keys") else "json", path, pair)
+            rep = _dialect_rep(inst, pair, bool(args.get("unquoted_keys")))
+            return [w.value(schema)], rep, 1
+        return self.json_item(schema), json.dumps(inst), 1
+    if f.content == "xml-inline":
+        if tool is None:
+            raise GrammarUnsupported(f"{f.path}: xml-inline arguments need the name in the open delimiter")
+        return self.xml_body(f, tool)
+    if f.content == "python-call-list":
+        return self.python_body(f, tools)
+    raise GrammarUnsupported(f"{path}: content {f.content!r} of a tool call has no grammar")
+
+
+Builder.body = _body
+
+
+def _json_item(self: Builder, schema: Any) -> list[str]:
+    """A JSON value with optional whitespace around it (``%json`` takes none)."""
+    ws = self.term(r"/[ \t\r\n]+/")
+    return [f"{ws}?", f"%json {json.dumps(schema)}", f"{ws}?"]
+
+
+Builder.json_item = _json_item
+
+
+def _dialect_rep(v: Any, delims: tuple | None, unquoted: bool) -> str:
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k if unquoted else json.dumps(k)}:{_dialect_rep(x, delims, unquoted)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_dialect_rep(x, delims, unquoted) for x in v) + "]"
+    if isinstance(v, str) and delims:
+        return delims[0] + v + delims[1]
+    return json.dumps(v)
+
+
+def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
+    path = f"{f.path}.content_args.tag_pattern"
+    pattern = f.content_args.get("tag_pattern")
+    items, names = _parse(pattern, path)
+    alts = _alternatives(items, names, (), path)
+    vp = f.content_args.get("value_parser")
+    json_values = isinstance(vp, dict) and vp.get("name") == "json"
+    if vp is not None and not json_values:
+        raise GrammarUnsupported(f"{f.path}.content_args.value_parser: only the json value parser has a grammar")
+    alt = None
+    for a in alts:
+        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
+        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
+        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
+            alt = (a, keys[0], vals[0])
+            break
+    if alt is None:
+        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
+    a, ki, vi = alt
+    fake = Alt(f.close or f.open, 0, a, False, True, {})
+
+    def part(sub: list) -> list[str]:
+        return self.seq(self.pieces(Alt(fake.delim, 0, sub, False, True, {}), {}))
+
+    head, mid, tail = a[:ki], a[ki + 1:vi], a[vi + 1:]
+    head_rep, mid_rep, tail_rep = _rep(head, {}), _rep(mid, {}), _rep(tail, {})
+    tail_lit = _rep(tail, {})
+    params = tool["parameters"]
+    props = params.get("properties", {}) if isinstance(params, dict) else {}
+    required = [k for k in (params.get("required") or []) if k in props]
+    out: list[str] = []
+    reps: list[str] = []
+    close_excl = self.close_excl(f)
+    head_excl = translate([it for it in head if not (it[0] is _sre.MAX_REPEAT and it[1][0] == 0)], path, contains=True)
+    gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
+    gap = self.text_term(gap_excl)
+    head_alt = Alt(fake.delim, 0, head, False, True, {})
+    for k in required:
+        schema = props[k]
+        kind = _value_kind(schema)
+        tail_alt = Alt(fake.delim, 0, tail, False, True, {})
+        if json_values:
+            value = self.json_item(schema) + part(tail)
+            vrep = json.dumps(_instance(schema))
+        elif kind in ("string", "any"):
+            # the value's text then the tag's tail, one lazy lexeme
+            value = self.seq(self.pieces(tail_alt, {}), self.text_term(translate(tail, path, contains=True)))
+            vrep = "a"
+        elif kind in ("integer", "number", "boolean", "null"):
+            value = [ValueWriter(self, "json", path).value(schema)] + part(tail)
+            vrep = json.dumps(_instance(schema))
+        else:
+            value = self.json_item(schema) + part(tail)
+            vrep = json.dumps(_instance(schema))
+        out += self.seq(self.pieces(head_alt, {}), gap) + [json.dumps(k)] + part(mid) + value
+        reps.append(head_rep + k + mid_rep + vrep + tail_rep)
+    # what follows the last tag (text up to the close) goes with the close, one lazy lexeme
+    self.tail_lead = self.text_term(gap_excl)
+    return out, "".join(reps), 1
+
+
+Builder.xml_body = _xml_body
+
+
+def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] | None, str, int]:
+    path = f"{f.path}.content"
+    shape = self.shape
+    if shape.body != "items":
+        raise GrammarUnsupported(f"{f.path}.transform: python-call-list needs transform_each")
+    w = ValueWriter(self, "python", path)
+    calls = []
+    for t in tools:
+        params = t["parameters"]
+        props = params.get("properties", {})
+        req = [k for k in params.get("required", []) if k in props]
+        args = ' ", " '.join(f'"{k}=" {w.value(props[k])}' for k in req)
+        calls.append(self.rule(f'"{t["name"]}(" {args} ")"' if args else f'"{t["name"]}()"'))
+    call = self.rule(" | ".join(calls))
+    many = f'({call} (", " {call})*)' if self.o.parallel else call
+    t = tools[0]
+    inst = _instance(t["parameters"])
+    rep = "[" + t["name"] + "(" + ", ".join(f"{k}={_py_literal(v)}" for k, v in inst.items()) + ")]"
+    return ['"["', many, '"]"'], rep, 1
+
+
+Builder.python_body = _python_body
+
+
+def grammar_for(template: dict, tools: Any, *, tool_choice: str = "auto", parallel_tool_calls: bool = True,
+                special_tokens: Any = None, start: tuple | None = None) -> str:
+    """The Lark grammar (llguidance) of the outputs ``template`` parses, with ``tools``.
+
+    ``start``: (the parser state the output begins in, the text before it in the parser's
+    input) -- what the prefix left; by default the free state with nothing before."""
+    ir_free = len(template.get("fields", {}))
+    return _build(template, tools, tool_choice, bool(parallel_tool_calls), special_token_strings(special_tokens),
+                  start or (ir_free, ""))
+
+
+_CACHE: dict[Any, Any] = {}
+_CACHE_MAX = 512
+
+
+def cached_grammar(digest: str, template: dict, tools: Any, *, format: str = "lark", tool_choice: str = "auto",
+                   parallel_tool_calls: bool = True, special_tokens: Any = None, start: tuple | None = None) -> Any:
+    """:func:`grammar_for` (``format="lark"``) or :func:`structural_tag_for`, cached per
+    (template hash, tools JSON, options). A copy of a cached structural tag is returned."""
+    if format not in ("lark", "structural_tag", "structural-tag"):
+        raise ValueError(f"format must be 'lark' or 'structural_tag', got {format!r}")
+    special = special_token_strings(special_tokens)
+    tools = list(tools) if tools is not None else []
+    try:
+        tools_key = json.dumps(tools, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        tools_key = repr(tools)
+    key = (digest, tools_key, format.replace("-", "_"), tool_choice, bool(parallel_tool_calls), special, start)
+    hit = _CACHE.get(key)
+    if hit is None:
+        if format == "lark":
+            hit = grammar_for(template, tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+                              special_tokens=special, start=start)
+        else:
+            hit = json.dumps(structural_tag_for(template, tools, tool_choice=tool_choice,
+                                                parallel_tool_calls=parallel_tool_calls, special_tokens=special, start=start))
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = hit
+    return hit if format == "lark" else json.loads(hit)
+
+
+def structural_tag_for(template: dict, tools: Any, **options: Any) -> dict:
+    raise GrammarUnsupported("format: structural tags are not built yet")

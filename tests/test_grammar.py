@@ -1,0 +1,402 @@
+"""compiled.grammar(): the Lark grammar of what a template parses, checked with llguidance.
+
+For every bundled family (templates/samples/*.json): the grammar accepts every sample
+output (a byte vocabulary; with and without the end-of-turn token; with the sample's
+prefix), rejects mutations (an unknown tool, an argument of the wrong type, a missing
+required argument, broken JSON, a second call when parallel_tool_calls=False, no call when
+required, a call when none), and seeded random walks through it give outputs respc parses
+without a malformed region, with arguments valid for the tool's schema.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.optional import needs
+
+needs("llguidance")
+import llguidance as llg  # noqa: E402
+
+import respc  # noqa: E402
+from respc.compiler.grammar import GrammarUnsupported  # noqa: E402
+
+SAMPLES = Path(__file__).resolve().parent.parent / "templates" / "samples"
+FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
+
+#: Sample outputs the grammar does not accept yet (see docs/grammar.md, "What the grammar
+#: does not write"): the grammar is a subset of what the parser reads (JSON keys in the
+#: schema's order, text between regions that no delimiter of the state could start, ...).
+#: The tests check that no other sample is rejected; a listed case that becomes accepted
+#: may be dropped from the list.
+KNOWN_REJECTED: dict[str, set[str]] = {
+    'apertus': {'reasoning_closed_then_call', 'parallel_calls', 'reasoning_tool_call', 'text_around_calls', 'thinking_off', 'nested_arguments', 'content_before_call'},
+    'apriel-1.5': {'content_before_call'},
+    'apriel-1.6': {'nested_arguments'},
+    'command-r-plus': {'model_style_action', 'multi_turn'},
+    'devstral-small': {'content_before_call'},
+    'firefunction-v2': {'nested_arguments'},
+    'functionary': {'content_before_call'},
+    'functionary-v3.1': {'empty_arguments'},
+    'gemma4': {'nested_arguments'},
+    'gigachat3': {'cut_mid_call', 'reasoning_tool_call', 'content_before_call', 'cut_before_call', 'content_then_turn_end', 'v3_1_content_before_call'},
+    'glm-4.5': {'code_argument_whitespace'},
+    'glm-4.6': {'code_argument_whitespace'},
+    'glm-4.7-flash': {'code_argument_whitespace'},
+    'granite-20b-functioncalling': {'no_function'},
+    'granite3.2': {'content_before_call'},
+    'granite3.3': {'content_before_call'},
+    'granite4.0': {'content_before_call'},
+    'hermes3': {'arguments_first'},
+    'hunyuan': {'nested_arguments'},
+    'hunyuan-v3': {'preview_tokens', 'parallel_calls', 'reasoning_tool_call', 'thinking_off_tool_call', 'low_effort', 'call_inside_reasoning', 'content_before_call', 'zero_argument_call'},
+    'hyperclovax-seed-think-14b': {'direct_answer', 'multi_turn', 'parallel_calls', 'reasoning_tool_call', 'force_reasoning', 'thinking_off', 'direct_tool_call', 'reasoning_answer', 'content_before_call', 'content_only'},
+    'internlm2': {'cut_mid_call', 'parallel_calls', 'reasoning_tool_call', 'text_after_call', 'cut_before_arguments', 'turn_end_then_text', 'content_before_call', 'arguments_key'},
+    'jamba': {'content_before_call'},
+    'kimi-k3': {'cut_mid_call', 'parallel_calls', 'reasoning_tool_call', 'thinking_off_tool_call', 'content_before_call', 'response_without_close'},
+    'lfm2': {'content_around_call', 'cut_mid_call', 'reasoning_tool_call', 'call_without_end_marker', 'content_before_call'},
+    'lfm2.5': {'reasoning_tool_call', 'content_before_call', 'cut_mid_call', 'content_after_call'},
+    'llama3.1': {'cut_mid_call', 'reasoning_tool_call', 'call_then_text', 'cut_after_first_call', 'semicolon_parallel_calls', 'nested_arguments', 'python_tag_call', 'typed_call'},
+    'llama3.2': {'cut_mid_call', 'reasoning_tool_call', 'call_then_text', 'cut_after_first_call', 'semicolon_parallel_calls', 'nested_arguments', 'python_tag_call'},
+    'llama3.2-pythonic': {'reasoning_tool_call', 'python_tag_call', 'list_argument', 'parallel_calls'},
+    'llama4': {'reasoning_tool_call', 'python_start_call', 'parallel_calls'},
+    'minimax-m1': {'nested_arguments'},
+    'mistral-nemo': {'content_before_call'},
+    'mistral-small-3.1': {'tool_call_native_spacing'},
+    'mistral-small-3.2': {'call_without_id'},
+    'phi-4-mini': {'content_before_call', 'functools_call', 'functools_call_with_text'},
+    'step-3.5-flash': {'reasoning_tool_call', 'content_before_call', 'cut_mid_call'},
+    'xlam': {'reasoning_tool_call', 'qwen_base_call', 'cut_mid_call', 'parallel_calls'},
+}
+
+#: Templates for which no grammar is built yet, and why.
+KNOWN_UNSUPPORTED = {
+    "olmo3": "its xml-inline tag_pattern uses recursion ((?&arr)), which Python's re cannot read",
+}
+
+
+class _Bytes:
+    """A byte-level vocabulary (256 byte tokens and an end-of-sequence token) for llguidance."""
+
+    def __init__(self) -> None:
+        self.tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+        self.eos_token_id = 256
+        self.bos_token_id = None
+        self.special_token_ids = [256]
+
+    def __call__(self, text):
+        return list(text.encode() if isinstance(text, str) else text)
+
+
+BYTES = llg.LLTokenizer(llg.TokenizerWrapper(_Bytes()))
+
+
+def _sample(family: str) -> dict:
+    return json.loads((SAMPLES / f"{family}.json").read_text())
+
+
+def _matcher(grammar: str, tokenizer=BYTES) -> llg.LLMatcher:
+    m = llg.LLMatcher(tokenizer, grammar, log_level=0)
+    assert not m.is_error(), m.get_error()
+    return m
+
+
+def _run(grammar: str, text: str) -> tuple[bool, bool, str]:
+    """(every byte consumed, the grammar accepts the end there, where it failed)."""
+    m = _matcher(grammar)
+    data = text.encode()
+    for i, byte in enumerate(data):
+        if not m.consume_token(byte):
+            return False, False, f"rejected at byte {i}: ...{data[max(0, i - 40):i + 1].decode(errors='replace')!r}"
+    return True, m.is_accepting(), ""
+
+
+def _complete(case: dict) -> bool:
+    """The sample is a whole reply (not cut mid-region)."""
+    return "cut" not in case["name"]
+
+
+def _accepted(grammar: str, text: str, complete: bool) -> tuple[bool, str]:
+    consumed, accepting, where = _run(grammar, text)
+    if not consumed:
+        return False, where
+    if complete and not accepting:
+        return False, "consumed, but the grammar does not end there"
+    return True, ""
+
+
+def _calls(case: dict) -> list:
+    return (case.get("expected") or {}).get("tool_calls") or []
+
+
+def _grammar(compiled, sample, case=None, **options):
+    return compiled.grammar(sample["tools"], prefix=None if case is None else case["prefix"], **options)
+
+
+def _eot(sample: dict) -> str | None:
+    ends = sample.get("end_tokens") or []
+    return ends[0] if ends else None
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {}
+
+
+def _check_samples(family: str, cases=None) -> list[str]:
+    if family in KNOWN_UNSUPPORTED:
+        pytest.xfail(KNOWN_UNSUPPORTED[family])
+    compiled = respc.load(family)
+    sample = _sample(family)
+    problems = []
+    for case in sample["cases"] if cases is None else cases:
+        if "prefix" not in case or case.get("expected") is None:
+            continue
+        grammar = _grammar(compiled, sample, case)
+        texts = [case["output"]]
+        eot = _eot(sample)
+        if eot and _complete(case):
+            texts.append(case["output"] + eot if not case["output"].endswith(eot) else case["output"][: -len(eot)])
+        for text in texts:
+            ok, where = _accepted(grammar, text, _complete(case))
+            if not ok:
+                problems.append(f"{family}/{case['name']}: {where} (output {text!r})")
+    return problems
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_bundled_family_gets_a_grammar(family):
+    if family in KNOWN_UNSUPPORTED:
+        with pytest.raises(GrammarUnsupported):
+            respc.load(family).grammar(_sample(family)["tools"])
+        pytest.xfail(KNOWN_UNSUPPORTED[family])
+    compiled = respc.load(family)
+    sample = _sample(family)
+    for choice in ("auto", "required", "none", sample["tools"][0]["function"]["name"]):
+        for parallel in (True, False):
+            grammar = compiled.grammar(sample["tools"], tool_choice=choice, parallel_tool_calls=parallel)
+            _matcher(grammar)  # llguidance compiles it
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_quick_first_sample_accepted(family):
+    """The quick tier's check: the family's first sample that holds a call is accepted."""
+    sample = _sample(family)
+    cases = [c for c in sample["cases"] if _calls(c) and _complete(c)][:1] or sample["cases"][:1]
+    problems = [p for p in _check_samples(family, cases) if p.split(":")[0].split("/")[1] not in KNOWN_REJECTED.get(family, set())]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_samples_accepted(family):
+    problems = [p for p in _check_samples(family) if p.split(":")[0].split("/")[1] not in KNOWN_REJECTED.get(family, set())]
+    assert not problems, "\n".join(problems)
+
+
+# --- mutations ----------------------------------------------------------------------
+def _rejected(grammar: str, text: str) -> bool:
+    consumed, accepting, _ = _run(grammar, text)
+    return not (consumed and accepting)
+
+
+def _call_cases(family):
+    sample = _sample(family)
+    known = KNOWN_REJECTED.get(family, set())
+    good = [c for c in sample["cases"] if c.get("expected") and _complete(c) and c["name"] not in known]
+    return sample, [c for c in good if _calls(c)], [c for c in good if not _calls(c)]
+
+
+def _first_call_name(case):
+    return _calls(case)[0]["function"]["name"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_mutations_rejected(family):
+    if family in KNOWN_UNSUPPORTED:
+        pytest.xfail(KNOWN_UNSUPPORTED[family])
+    compiled = respc.load(family)
+    sample, with_calls, without = _call_cases(family)
+    tools = sample["tools"]
+    failures = []
+
+    def expect_rejected(what, grammar, text):
+        if not _rejected(grammar, text):
+            failures.append(f"{family}: {what} accepted: {text!r}")
+
+    for case in with_calls[:3]:
+        text, name = case["output"], _first_call_name(case)
+        grammar = _grammar(compiled, sample, case)
+        if name in text:
+            expect_rejected("unknown tool name", grammar, text.replace(name, "no_such_tool", 1))
+        # a missing required argument: the same tool requiring one more property
+        extra = json.loads(json.dumps(tools))
+        for tool in extra:
+            if tool["function"]["name"] == name:
+                params = tool["function"].setdefault("parameters", {"type": "object", "properties": {}})
+                params.setdefault("properties", {})["must_have"] = {"type": "string"}
+                params["required"] = [*params.get("required", []), "must_have"]
+        expect_rejected("missing required argument", compiled.grammar(extra, prefix=case["prefix"]), text)
+        # an argument of the wrong type: an integer argument's value written as a word
+        args = _calls(case)[0]["function"]["arguments"]
+        for key, value in (args.items() if isinstance(args, dict) else []):
+            if isinstance(value, int) and not isinstance(value, bool):
+                at = text.find(key, text.find(name) if name in text else 0)
+                m = re.compile(rf"(?<![\w.]){value}(?![\w.])").search(text, at if at >= 0 else 0)
+                if m:
+                    expect_rejected("wrong argument type", grammar, text[: m.start()] + "abc" + text[m.end():])
+                break
+        # broken JSON: a stray comma after the arguments' first brace
+        if compiled.template["fields"]["tool_calls"].get("content") == "json":
+            start = text.find(name) if name in text else 0
+            brace = text.find("{", start)
+            if brace >= 0:
+                expect_rejected("broken JSON", grammar, text[: brace + 1] + ",," + text[brace + 1:])
+        # tool_choice none: a call is not allowed
+        expect_rejected("a call with tool_choice='none'", _grammar(compiled, sample, case, tool_choice="none"), text)
+        # a named tool: a call of another one is not allowed
+        other = next((t["function"]["name"] for t in tools if t["function"]["name"] != name), None)
+        if other is not None and all(c["function"]["name"] == name for c in _calls(case)):
+            expect_rejected("a call of another tool than tool_choice", _grammar(compiled, sample, case, tool_choice=other), text)
+        if len(_calls(case)) > 1:
+            expect_rejected("a second call with parallel_tool_calls=False",
+                            _grammar(compiled, sample, case, parallel_tool_calls=False), text)
+        elif not _accepted(_grammar(compiled, sample, case, parallel_tool_calls=False), text, True)[0]:
+            failures.append(f"{family}: a single call rejected with parallel_tool_calls=False: {text!r}")
+        if not _accepted(_grammar(compiled, sample, case, tool_choice="required"), text, True)[0]:
+            failures.append(f"{family}: a call rejected with tool_choice='required': {text!r}")
+    for case in without[:3]:
+        expect_rejected("a reply without a call with tool_choice='required'",
+                        _grammar(compiled, sample, case, tool_choice="required"), case["output"])
+        if not _accepted(_grammar(compiled, sample, case, tool_choice="none"), case["output"], True)[0]:
+            failures.append(f"{family}: a reply without a call rejected with tool_choice='none': {case['output']!r}")
+    assert not failures, "\n".join(failures)
+
+
+# --- random walks -------------------------------------------------------------------
+_WEIGHTS = [0.2] * 257
+for _b in range(32, 127):
+    _WEIGHTS[_b] = 5.0
+_WEIGHTS[ord("\n")] = 1.0
+_WEIGHTS[256] = 3.0
+
+
+def _walk(grammar: str, rng: random.Random, limit: int = 600) -> bytes | None:
+    """A random output the grammar allows (None when it did not end within ``limit`` bytes)."""
+    m = _matcher(grammar)
+    out = bytearray()
+    while len(out) < limit:
+        mask = m.compute_bitmask()
+        allowed = [t for t in range(257) if mask[t // 8] >> (t % 8) & 1]
+        if not allowed:
+            return bytes(out) if m.is_accepting() else None
+        weights = [_WEIGHTS[t] * (1 + len(out) / 40 if t == 256 else 1) for t in allowed]
+        token = rng.choices(allowed, weights)[0]
+        if token == 256:
+            return bytes(out)
+        assert m.consume_token(token), m.get_error()
+        out.append(token)
+    return None
+
+
+def _validate(schema, value) -> str | None:
+    import jsonschema
+
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as error:
+        return error.message
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_random_walks_parse(family):
+    needs("jsonschema")
+    if family in KNOWN_UNSUPPORTED:
+        pytest.xfail(KNOWN_UNSUPPORTED[family])
+    compiled = respc.load(family)
+    sample = _sample(family)
+    tools = sample["tools"]
+    schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
+    rng = random.Random(f"grammar-{family}")
+    prefix = next((c["prefix"] for c in sample["cases"] if _calls(c)), sample["cases"][0]["prefix"])
+    failures, parsed = [], 0
+    for choice, parallel in (("auto", True), ("required", True), ("required", False), ("none", True)):
+        grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice, parallel_tool_calls=parallel)
+        for _ in range(6):
+            data = _walk(grammar, rng)
+            if data is None:
+                continue
+            text = data.decode("utf-8", errors="strict")
+            case = f"{family} tool_choice={choice} parallel={parallel}: {text!r}"
+            message, errors = compiled.parse(text, prefix=prefix, tools=tools, on_malformed="collect")
+            if errors:
+                failures.append(f"{case}: malformed {errors}")
+                continue
+            calls = message.get("tool_calls") or []
+            if choice == "required" and not calls:
+                failures.append(f"{case}: no call")
+            if choice == "none" and calls:
+                failures.append(f"{case}: a call")
+            if not parallel and len(calls) > 1:
+                failures.append(f"{case}: {len(calls)} calls")
+            for call in calls:
+                fn = call.get("function", {})
+                if fn.get("name") not in schemas:
+                    failures.append(f"{case}: unknown tool {fn.get('name')!r}")
+                    continue
+                problem = _validate(schemas[fn["name"]], fn.get("arguments"))
+                if problem:
+                    failures.append(f"{case}: arguments {fn.get('arguments')!r}: {problem}")
+            again = compiled.parse(text, prefix=prefix, tools=tools)
+            if again != message:
+                failures.append(f"{case}: a second parse differs")
+            parsed += 1
+    assert not failures, "\n".join(failures[:10])
+    assert parsed > 0, f"{family}: no random walk ended within the bound"
+
+
+# --- API ------------------------------------------------------------------------------
+def test_grammar_is_cached_and_checks_its_arguments():
+    compiled = respc.load("qwen3")
+    tools = _sample("qwen3")["tools"]
+    assert compiled.grammar(tools) is compiled.grammar(tools)
+    with pytest.raises(ValueError, match="tool_choice"):
+        compiled.grammar(tools, tool_choice="no_such_tool")
+    with pytest.raises(ValueError, match="format"):
+        compiled.grammar(tools, format="gbnf")
+    assert issubclass(respc.GrammarUnsupported, respc.TemplateError)
+
+
+def test_unsupported_template_names_the_path():
+    template = {
+        "start_anchor": "<|assistant|>",
+        "fields": {
+            "tool_calls": {"open_pattern": r"<call (?P<name>\w+)>(?P=name)", "close": "</call>", "content": "json",
+                           "repeats": True,
+                           "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}},
+            "content": {"content": "text"},
+        }
+    }
+    compiled = respc.compile_template(template)
+    with pytest.raises(GrammarUnsupported, match=r"fields\.tool_calls\.open_pattern: .*back reference"):
+        compiled.grammar(_sample("qwen3")["tools"])
+
+
+def test_prefix_opened_reasoning_starts_inside_it():
+    compiled = respc.load("qwen3")
+    tools = _sample("qwen3")["tools"]
+    inside = compiled.grammar(tools, prefix="<|im_start|>assistant\n<think>\n")
+    assert _accepted(inside, "still thinking</think>\n\nThe answer.", True)[0]
+    fresh = compiled.grammar(tools, prefix="<|im_start|>assistant\n")
+    assert not _accepted(fresh, "still thinking</think>\n\nThe answer.", True)[0]
+    assert _accepted(fresh, "<think>\nthinking</think>\n\nThe answer.", True)[0]
+    off = compiled.grammar(tools, prefix="<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert _accepted(off, "The answer.", True)[0]
+    assert not _accepted(off, "<think>\nmore</think>The answer.", True)[0]
