@@ -1324,5 +1324,126 @@ def cached_grammar(digest: str, template: dict, tools: Any, *, format: str = "la
     return hit if format == "lark" else json.loads(hit)
 
 
-def structural_tag_for(template: dict, tools: Any, **options: Any) -> dict:
-    raise GrammarUnsupported("format: structural tags are not built yet")
+# --- xgrammar structural tags --------------------------------------------------------
+def _written(b: Builder, d: Delimiter, fill: dict, after: str = "") -> str | None:
+    """The text of the first alternative of ``d`` that writes something and that the
+    template's own pattern reads back whole (after free text ``x``), with ``fill``."""
+    pat = b.compiled[d.path]
+    for a in b.alts[d.path]:
+        if not a.consuming:
+            continue
+        r = _rep(a.body(), fill)
+        if not r:
+            continue
+        m = pat.search(_FIELD_TEXT + r + after, 1)
+        if m is not None and m.span() == (1, 1 + len(r)):
+            return r
+    for a in b.alts[d.path]:
+        r = _rep(a.body(), fill)
+        if r:
+            return r
+    return None
+
+
+def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto", parallel_tool_calls: bool = True,
+                       special_tokens: Any = None, start: tuple | None = None) -> dict:
+    """An xgrammar structural tag (``{"type": "structural_tag", "format": ...}``) of the
+    template's replies: an optional reasoning block, then text with tool calls as triggered
+    tags (begin: the open delimiter with the tool's name, content: the arguments' JSON
+    schema or the body's, end: the close). Coarser than the Lark grammar: free text is any
+    text until a trigger, and each delimiter is written in one form."""
+    ir = build_ir(template)
+    tool_list = _tool_list(tools)
+    names = [t["name"] for t in tool_list]
+    if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
+        raise ValueError(f"tool_choice: {tool_choice!r} is not 'auto', 'required', 'none' or a tool name ({names})")
+    chosen = [] if tool_choice == "none" else [t for t in tool_list if tool_choice in ("auto", "required") or t["name"] == tool_choice]
+    b = Builder(template, ir, Options(tool_choice, bool(parallel_tool_calls), frozenset(), chosen))
+    elements: list[dict] = []
+    reasoning = next((f for f in ir.fields if f.name == "reasoning_content" and f.open is not None and f.close is not None), None)
+    state = start[0] if start else len(ir.fields)
+    used = set(start[2]) if start and len(start) > 2 else set()
+    if reasoning is not None:
+        ends = [r for r in (_rep(a.body(), {}) for a in b.alts[reasoning.close.path] if a.consuming) if r]
+        if not ends:
+            raise GrammarUnsupported(f"{reasoning.close.path}: no alternative writes a close")
+        if state == reasoning.index:
+            elements.append({"type": "tag", "begin": "", "content": {"type": "any_text"}, "end": ends})
+        elif reasoning.name not in used and state == len(ir.fields):
+            begin = _written(b, reasoning.open, {})
+            if begin:
+                elements.append({"type": "optional", "content": {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": ends}})
+    calls = b.calls
+    must = tool_choice not in ("auto", "none")
+    if calls is None or not chosen:
+        if must:
+            raise GrammarUnsupported("fields: the template has no tool_calls field; a call cannot be required")
+        elements.append({"type": "any_text"})
+        return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
+    shape = b.shape
+    tags = []
+    targets = chosen if shape.name_group is not None or shape.body == "function" else [None]
+    for tool in targets:
+        fill = {shape.name_group: tool["name"]} if tool is not None and shape.name_group else {}
+        if calls.content == "json" and not {k for k, v in calls.content_args.items() if k != "allow_non_json" and v}:
+            if shape.body == "args":
+                schema = tool["parameters"]
+            elif shape.body == "items":
+                one = [_call_schema(shape, t) for t in chosen]
+                schema = {"type": "array", "items": one[0] if len(one) == 1 else {"anyOf": one}, "minItems": 1}
+                if not parallel_tool_calls:
+                    schema["maxItems"] = 1
+            else:
+                schema = _call_schema(shape, tool)
+            ws = {"type": "regex", "pattern": "[ \\t\\r\\n]*"}
+            content = {"type": "sequence", "elements": [ws, {"type": "json_schema", "json_schema": schema}, ws]}
+            body_rep = json.dumps(_instance(schema))
+        elif calls.content == "xml-inline" and tool is not None:
+            content, body_rep = _xml_structural(b, calls, tool)
+        else:
+            raise GrammarUnsupported(f"{calls.path}.content: {calls.content!r} bodies (or JSON dialects) have no structural tag; use format='lark'")
+        begin = _written(b, calls.open, fill, body_rep) if calls.open is not None else None
+        if not begin:
+            raise GrammarUnsupported(f"{calls.path}: the call's open delimiter writes nothing a trigger can start")
+        end = _written(b, calls.close, {}) if calls.close is not None else ""
+        tags.append({"type": "tag", "begin": begin, "content": content, "end": end or ""})
+    prefix = tags[0]["begin"]
+    for t in tags[1:]:
+        while not t["begin"].startswith(prefix):
+            prefix = prefix[:-1]
+    triggers = [prefix] if prefix else sorted({t["begin"] for t in tags})
+    elements.append({"type": "triggered_tags", "triggers": triggers, "tags": tags, "at_least_one": must,
+                     "stop_after_first": not parallel_tool_calls})
+    return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
+
+
+def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
+    path = f"{f.path}.content_args.tag_pattern"
+    items, names = _parse(f.content_args.get("tag_pattern"), path)
+    json_values = (f.content_args.get("value_parser") or {}).get("name") == "json"
+    for a in _alternatives(items, names, (), path):
+        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
+        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
+        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
+            break
+    else:
+        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
+    ki, vi = keys[0], vals[0]
+    head, mid, tail = _rep(a[:ki], {}), _rep(a[ki + 1:vi], {}), _rep(a[vi + 1:], {})
+    if None in (head, mid, tail) or not tail:
+        raise GrammarUnsupported(f"{path}: the tag has no written form with a closing text")
+    params = tool["parameters"]
+    props = params.get("properties", {})
+    required = set(params.get("required") or [])
+    elements, reps = [], []
+    for k, schema in props.items():
+        kind = _value_kind(schema)
+        value = {"type": "any_text"} if kind in ("string", "any") and not json_values else {"type": "json_schema", "json_schema": schema}
+        tag = {"type": "tag", "begin": head + k + mid, "content": value, "end": tail}
+        ws = {"type": "regex", "pattern": "\\s*"}
+        item = {"type": "sequence", "elements": [ws, tag]}
+        elements.append(item if k in required else {"type": "optional", "content": item})
+        if k in required:
+            reps.append(head + k + mid + (json.dumps(_instance(schema)) if value["type"] == "json_schema" else "a") + tail)
+    elements.append({"type": "regex", "pattern": "\\s*"})
+    return {"type": "sequence", "elements": elements}, "".join(reps)

@@ -400,3 +400,48 @@ def test_prefix_opened_reasoning_starts_inside_it():
     off = compiled.grammar(tools, prefix="<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert _accepted(off, "The answer.", True)[0]
     assert not _accepted(off, "<think>\nmore</think>The answer.", True)[0]
+
+
+# --- structural tags ----------------------------------------------------------------------
+#: Families whose structural tag accepts every whole sample (xgrammar's own matcher).
+STRUCTURAL_ALL_SAMPLES = {
+    "command-a", "command-r-plus", "command-r7b", "deepseek-v3.1", "exaone", "gigachat3", "granite3.2",
+    "granite3.3", "granite4.0", "internlm2", "jamba", "kimi-k2", "kimi-k2-thinking", "llama3.1", "llama3.2",
+    "mimo", "mistral-nemo", "mistral-small-3.1", "phi-4-mini", "qwen3", "qwen3-coder", "seed-oss", "smollm3",
+    "xlam",
+}
+
+#: Families with no structural tag, and why (their Lark grammar is built).
+STRUCTURAL_UNSUPPORTED = {
+    "gemma4": "a JSON dialect (unquoted keys, <|\"|> strings) that json_schema cannot write",
+    "lfm2": "python-call-list bodies", "lfm2.5": "python-call-list bodies",
+    "llama3.2-pythonic": "python-call-list bodies", "llama4": "python-call-list bodies",
+    "olmo3": KNOWN_UNSUPPORTED["olmo3"],
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_structural_tag(family):
+    compiled = respc.load(family)
+    sample = _sample(family)
+    if family in STRUCTURAL_UNSUPPORTED:
+        with pytest.raises(GrammarUnsupported):
+            compiled.grammar(sample["tools"], format="structural_tag")
+        return
+    for choice in ("auto", "required", "none"):
+        tag = compiled.grammar(sample["tools"], format="structural_tag", tool_choice=choice)
+        assert tag["type"] == "structural_tag"
+    try:
+        import xgrammar as xgr
+        from xgrammar.structural_tag import StructuralTag
+    except Exception as error:  # noqa: BLE001 - xgrammar needs torch
+        pytest.skip(f"xgrammar (it needs torch) is not importable: {error}")
+    StructuralTag.model_validate(tag)
+    if family not in STRUCTURAL_ALL_SAMPLES:
+        return
+    for case in sample["cases"]:
+        if not _complete(case) or case.get("expected") is None:
+            continue
+        tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"])
+        grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
+        assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
