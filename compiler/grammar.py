@@ -438,8 +438,10 @@ _PH = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 def _call_shape(f: Field) -> CallShape:
     t = f.transform
     path = f"{f.path}.transform"
+    if isinstance(t, dict) and "function" not in t and ("name" in t or "arguments" in t):
+        t = {"function": {k: v for k, v in t.items() if k in ("name", "arguments")}, **({"id": t["id"]} if "id" in t else {})}
     if not isinstance(t, dict) or not isinstance(t.get("function"), (dict, str)):
-        raise GrammarUnsupported(f"{path}: a tool-call field needs a transform with a 'function' to invert")
+        raise GrammarUnsupported(f"{path}: a tool-call field needs a transform with a 'function' (or 'name' and 'arguments') to invert")
     shape = CallShape(each=f.transform_each)
 
     def source(value: Any, what: str) -> tuple[str, tuple[str, ...]]:

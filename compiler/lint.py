@@ -19,6 +19,9 @@ one a way a template that parses its author's samples fails on what a model writ
   inside a long whitespace run, quadratic in the run's length;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
   the tie always goes to the other one, so this field never opens;
+* a template for which no grammar of its replies can be built (``compiled.grammar``, for
+  constrained decoding: a back reference, a pattern Python's re cannot read, a transform
+  that cannot be inverted; docs/grammar.md);
 * an optional tail of two or more characters at the end of a delimiter (```` ```(?:json)? ````):
   while streaming, the shorter match is complete as soon as the next character arrives and
   commits, so a chunk boundary inside the tail gives another message than a whole parse.
@@ -239,4 +242,22 @@ def lint(template: Any) -> list[Finding]:
                             "field by name), so this field never opens; give it a delimiter of its own",
                         )
                     )
+    findings += _grammar_findings(template)
     return findings
+
+
+#: a tool to build the grammar with: one string argument
+_PROBE_TOOLS = [{"type": "function", "function": {"name": "probe_tool", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+
+
+def _grammar_findings(template: dict) -> list[Finding]:
+    """No grammar of the template's replies can be built (compiled.grammar raises)."""
+    from .grammar import GrammarUnsupported, grammar_for
+
+    try:
+        grammar_for(template, _PROBE_TOOLS)
+    except GrammarUnsupported as error:
+        return [Finding(error.path or "fields", f"no grammar can be built for constrained decoding "
+                        f"(compiled.grammar, docs/grammar.md): {error.problem}")]
+    return []

@@ -7,6 +7,9 @@
     respc build [--check] [--templates DIR] [--out DIR]   regenerate generated/ from templates/
     respc list                                            the bundled templates
     respc lint TEMPLATE                                   what makes the template fragile (exit 1: findings)
+    respc grammar TEMPLATE --tools-file F [--format lark|structural-tag] [--tool-choice X]
+                  [--no-parallel-tool-calls] [--prefix-file P] [--special-tokens-file S]
+                                                          the grammar of its replies (docs/grammar.md)
     respc diff OLD NEW [--samples DIR]                    review a template change (exit 1: behaviour changes)
 
 TEMPLATE is a JSON file (a template, or a tokenizer_config.json holding one) or the name of
@@ -247,6 +250,38 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(f"respc lint: {len(findings)} finding(s) in {args.template}", file=sys.stderr)
         return EXIT_STALE
     print(f"respc lint: {args.template}: no findings", file=sys.stderr)
+    return 0
+
+
+def cmd_grammar(args: argparse.Namespace) -> int:
+    from .api import compile_template
+
+    _one_stdin(("--tools-file", args.tools_file), ("--prefix-file", args.prefix_file),
+               ("--special-tokens-file", args.special_tokens_file))
+    compiled = compile_template(_template_arg(args.template))
+    tools = _read_tools(args.tools_file)
+    prefix = _read_text(args.prefix_file, "prefix") if args.prefix_file is not None else None
+    special = None
+    if args.special_tokens_file is not None:
+        name = _source_name(args.special_tokens_file)
+        try:
+            special = json.loads(_read_text(args.special_tokens_file, "special tokens file"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        if not isinstance(special, list) or not all(isinstance(t, str) for t in special):
+            raise UserError(f"{name}: a special tokens file is a JSON list of strings")
+    try:
+        grammar = compiled.grammar(
+            tools,
+            format=args.format.replace("-", "_"),
+            tool_choice=args.tool_choice,
+            parallel_tool_calls=not args.no_parallel_tool_calls,
+            prefix=prefix,
+            special_tokens=special,
+        )
+    except (ValueError, TypeError) as exc:  # GrammarUnsupported is a TemplateError (a ValueError)
+        raise UserError(str(exc)) from None
+    sys.stdout.write(grammar if isinstance(grammar, str) else _json_text(grammar, 2) + "\n")
     return 0
 
 
@@ -921,6 +956,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lint", help="list what makes a template fragile on real output (exit 1 if anything)")
     p.add_argument("template", help="template JSON file or bundled template name")
     p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("grammar", help="print the grammar of the template's replies (Lark for llguidance, or an xgrammar structural tag)")
+    p.add_argument("template", help="template JSON file or bundled template name")
+    p.add_argument("--tools-file", required=True, help="JSON list of tools (OpenAI function schemas); '-' for stdin")
+    p.add_argument("--format", choices=("lark", "structural-tag", "structural_tag"), default="lark")
+    p.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name (default auto)")
+    p.add_argument("--no-parallel-tool-calls", action="store_true", help="at most one tool call")
+    p.add_argument("--prefix-file", help="the prompt before the reply (the grammar starts in the state it leaves)")
+    p.add_argument("--special-tokens-file", help="JSON list of the markers that are special tokens")
+    p.set_defaults(func=cmd_grammar)
 
     p = sub.add_parser(
         "diff", help="review a template change: the generated code's diff, then every sample message that changes"

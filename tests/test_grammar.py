@@ -445,3 +445,27 @@ def test_structural_tag(family):
         tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"])
         grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
         assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
+
+
+# --- CLI and lint ---------------------------------------------------------------------------
+def test_cli_grammar(tmp_path, capsys):
+    from respc.cli import main
+
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(_sample("qwen3")["tools"]))
+    assert main(["grammar", "qwen3", "--tools-file", str(tools), "--tool-choice", "required", "--no-parallel-tool-calls"]) == 0
+    lark = capsys.readouterr().out
+    assert lark == respc.load("qwen3").grammar(_sample("qwen3")["tools"], tool_choice="required", parallel_tool_calls=False)
+    assert main(["grammar", "qwen3", "--tools-file", str(tools), "--format", "structural-tag"]) == 0
+    assert json.loads(capsys.readouterr().out)["type"] == "structural_tag"
+    assert main(["grammar", "olmo3", "--tools-file", str(tools)]) == 2
+    assert "tag_pattern" in capsys.readouterr().err
+
+
+def test_lint_reports_templates_without_a_grammar():
+    from respc.compiler.lint import lint
+
+    assert [f.path for f in lint(respc.load("olmo3").template) if "no grammar" in f.message] == [
+        "fields.tool_calls.content_args.tag_pattern"
+    ]
+    assert not [f for f in lint(respc.load("qwen3").template) if "no grammar" in f.message]
