@@ -21,6 +21,7 @@ body), and the call count from ``tool_choice`` and ``parallel_tool_calls``.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any
@@ -125,7 +126,7 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
             gid, add, delete, sub = arg
             if add & ~_sre.SRE_FLAG_DOTALL or delete:
                 raise GrammarUnsupported(f"{path}: inline flags other than (?s) are not translated")
-            if gid is not None and gid in names:
+            if gid is not None and gid in names and not _holds_group(sub, names, gid):
                 inner = _alternatives(list(sub), names, marks, path)
                 choices = [[("@group", names[gid], alt)] for alt in inner]
             else:
@@ -139,6 +140,24 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
         if len(out) > _MAX_ALTS:
             raise GrammarUnsupported(f"{path}: more than {_MAX_ALTS} alternatives once distributed")
     return out
+
+
+def _holds_group(items: Any, names: dict, outer: int) -> bool:
+    """A named group nests inside (the outer group is then read through: its parts are
+    written one by one, the inner one as a tool name, say)."""
+    for op, arg in items:
+        if op is _sre.SUBPATTERN:
+            if arg[0] is not None and arg[0] in names and arg[0] != outer:
+                return True
+            if _holds_group(arg[-1], names, outer):
+                return True
+        elif op is _sre.BRANCH:
+            if any(_holds_group(b, names, outer) for b in arg[1]):
+                return True
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            if _holds_group(arg[2], names, outer):
+                return True
+    return False
 
 
 _META = set("\\.+*?()|[]{}^$#&-~/")
@@ -351,6 +370,42 @@ def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
     return alts
 
 
+_PARTS: dict[Any, Any] = {}
+
+
+def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]:
+    """Every delimiter's alternatives and compiled pattern (cached per delimiters and marks)."""
+    key = (tuple((d.path, d.regex_source) for f in ir.fields for d in (f.open, f.close) if d is not None), marks)
+    hit = _PARTS.get(key)
+    if hit is None:
+        alts = {}
+        compiled = {}
+        for f in ir.fields:
+            for d in (f.open, f.close):
+                if d is not None:
+                    alts[d.path] = _delim_alts(d, marks)
+                    compiled[d.path] = regex.compile(d.regex_source, REGEX_FLAGS)
+        if len(_PARTS) > 256:
+            _PARTS.clear()
+        hit = _PARTS[key] = (alts, compiled)
+    return hit
+
+
+def _lead_literal(items: list) -> str:
+    """The literal text every match of a sequence starts with, after its optional lead-in
+    (assertions, anchors, optional runs)."""
+    i = 0
+    while i < len(items) and not isinstance(items[i][0], str) and (
+        items[i][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT) or (items[i][0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and items[i][1][0] == 0)
+    ):
+        i += 1
+    out = []
+    while i < len(items) and items[i][0] is _sre.LITERAL:
+        out.append(chr(items[i][1]))
+        i += 1
+    return "".join(out)
+
+
 def _exclusion(alts: list[Alt], path: str) -> str:
     """llguidance regex of what free text must not contain: any match of these alternatives
     (assertions relaxed: a superset of the matches)."""
@@ -363,6 +418,11 @@ def _exclusion(alts: list[Alt], path: str) -> str:
         if not body:
             raise GrammarUnsupported(f"{path}: alternative {a.index} matches the empty text; free text around it cannot be written")
         parts.append(body)
+        lead = _lead_literal(a.items)
+        if len(lead) >= 3:
+            # a match that would begin inside the free text and end inside what is written
+            # after it (a delimiter, say) is kept out by keeping its literal lead out
+            parts.append(translate([(_sre.LITERAL, ord(c)) for c in lead], path))
     return "|".join(dict.fromkeys(parts))
 
 
@@ -544,16 +604,12 @@ class Builder:
         self.rule_names: dict[str, str] = {}
         self.marks = tuple(sorted(options.special, key=len, reverse=True))
         self.free = ir.states[-1]
-        self.alts: dict[str, list[Alt]] = {}
-        for f in ir.fields:
-            for d in (f.open, f.close):
-                if d is not None:
-                    self.alts[d.path] = _delim_alts(d, self.marks)
-        self.compiled = {p: regex.compile(d.regex_source, REGEX_FLAGS) for f in ir.fields for d in (f.open, f.close) if d is not None for p in [d.path]}
+        self.alts, self.compiled = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
+        self.piece_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
         self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
 
@@ -577,6 +633,16 @@ class Builder:
     def pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
         """[("re", regex) | ("tok", marker) | ("lit", text)] of an alternative; a named
         group in ``fill`` is written as that literal (None: by its regex)."""
+        known = self.alts.get(alt.delim.path)
+        if not known or alt.index >= len(known) or known[alt.index] is not alt:
+            return self._pieces(alt, fill)  # (a tag pattern's part: not a delimiter's alternative)
+        key = (alt.delim.path, alt.index, tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
+        hit = self.piece_cache.get(key)
+        if hit is None:
+            hit = self.piece_cache[key] = self._pieces(alt, fill)
+        return hit
+
+    def _pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         run: list = []
 
@@ -601,9 +667,9 @@ class Builder:
         while i < len(items):
             item = items[i]
             if isinstance(item[0], str) and fill.get(item[1]) is not None:
-                flush()
-                out.append(("lit", fill[item[1]]))
-                i += 1
+                # the tool's name, written as literal text of the delimiter's regex (a lexeme
+                # of its own would split the delimiter where a greedy part may go on)
+                items = items[:i] + [(_sre.LITERAL, ord(c)) for c in fill[item[1]]] + items[i + 1:]
                 continue
             if self.marks and item[0] is _sre.LITERAL:
                 j = i
@@ -658,6 +724,7 @@ class Builder:
         return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
 
 
+@functools.lru_cache(maxsize=4096)
 def _nullable(text: str) -> bool:
     """The translated regex matches the empty text (read back with the regex module)."""
     try:
@@ -851,7 +918,7 @@ def _walk(self: Builder, start: tuple) -> str:
             key = (m.start(), -(m.end() - m.start()), order)
             if best is None or key < best[0]:
                 best = (key, w, m)
-        return best is not None and best[1].delim is alt_delim and best[2].span() == (d0, d1)
+        return best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
 
     def quiet(s: str, frm: int) -> bool:
         return all(pat.search(s, frm) is None for _, pat in watches)
@@ -1233,11 +1300,19 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
     gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
     gap = self.text_term(gap_excl)
     head_alt = Alt(fake.delim, 0, head, False, True, {})
-    for k in required:
+    for k in props:
         schema = props[k]
         kind = _value_kind(schema)
         tail_alt = Alt(fake.delim, 0, tail, False, True, {})
-        if json_values:
+        if json_values and kind == "string":
+            # a JSON string, or raw text that no JSON value starts like (the value parser
+            # keeps text that is not JSON as it is: allow_non_json)
+            raw = self.rule(self.term(f"(/[^\\s\"\\[\\]{{}}\\-0-9tfn<]/ {self.text_term(translate(tail, path, contains=True))})")
+                            + " " + self.term("/" + translate(tail, path) + "/"), lazy=True)
+            quoted = " ".join(self.json_item(schema) + part(tail))
+            value = [f"({raw} | {quoted})"]
+            vrep = "a"
+        elif json_values:
             value = self.json_item(schema) + part(tail)
             vrep = json.dumps(_instance(schema))
         elif kind in ("string", "any"):
@@ -1250,8 +1325,12 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
         else:
             value = self.json_item(schema) + part(tail)
             vrep = json.dumps(_instance(schema))
-        out += self.seq(self.pieces(head_alt, {}), gap) + [json.dumps(k)] + part(mid) + value
-        reps.append(head_rep + k + mid_rep + vrep + tail_rep)
+        tag = self.seq(self.pieces(head_alt, {}), gap) + [json.dumps(k)] + part(mid) + value
+        if k in required:
+            out += tag
+            reps.append(head_rep + k + mid_rep + vrep + tail_rep)
+        else:
+            out.append("(" + " ".join(tag) + ")?")  # an optional argument: its tag, or none
     # what follows the last tag (text up to the close) goes with the close, one lazy lexeme
     self.tail_lead = self.text_term(gap_excl)
     return out, "".join(reps), 1

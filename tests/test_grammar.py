@@ -34,16 +34,16 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: The tests check that no other sample is rejected; a listed case that becomes accepted
 #: may be dropped from the list.
 KNOWN_REJECTED: dict[str, set[str]] = {
-    'apertus': {'reasoning_closed_then_call', 'parallel_calls', 'reasoning_tool_call', 'text_around_calls', 'thinking_off', 'nested_arguments', 'content_before_call'},
+    'apertus': {'reasoning_tool_call', 'reasoning_closed_then_call', 'text_around_calls', 'content_before_call', 'parallel_calls', 'thinking_off', 'nested_arguments'},
     'apriel-1.5': {'content_before_call'},
     'apriel-1.6': {'nested_arguments'},
-    'command-r-plus': {'model_style_action', 'multi_turn'},
+    'command-r-plus': {'multi_turn', 'model_style_action'},
     'devstral-small': {'content_before_call'},
     'firefunction-v2': {'nested_arguments'},
     'functionary': {'content_before_call'},
     'functionary-v3.1': {'empty_arguments'},
     'gemma4': {'nested_arguments'},
-    'gigachat3': {'cut_mid_call', 'reasoning_tool_call', 'content_before_call', 'cut_before_call', 'content_then_turn_end', 'v3_1_content_before_call'},
+    'gigachat3': {'cut_mid_call', 'reasoning_tool_call', 'v3_1_content_before_call', 'content_before_call', 'content_then_turn_end', 'cut_before_call'},
     'glm-4.5': {'code_argument_whitespace'},
     'glm-4.6': {'code_argument_whitespace'},
     'glm-4.7-flash': {'code_argument_whitespace'},
@@ -53,24 +53,24 @@ KNOWN_REJECTED: dict[str, set[str]] = {
     'granite4.0': {'content_before_call'},
     'hermes3': {'arguments_first'},
     'hunyuan': {'nested_arguments'},
-    'hunyuan-v3': {'preview_tokens', 'parallel_calls', 'reasoning_tool_call', 'thinking_off_tool_call', 'low_effort', 'call_inside_reasoning', 'content_before_call', 'zero_argument_call'},
-    'hyperclovax-seed-think-14b': {'direct_answer', 'multi_turn', 'parallel_calls', 'reasoning_tool_call', 'force_reasoning', 'thinking_off', 'direct_tool_call', 'reasoning_answer', 'content_before_call', 'content_only'},
-    'internlm2': {'cut_mid_call', 'parallel_calls', 'reasoning_tool_call', 'text_after_call', 'cut_before_arguments', 'turn_end_then_text', 'content_before_call', 'arguments_key'},
+    'hunyuan-v3': {'reasoning_tool_call', 'low_effort', 'content_before_call', 'preview_tokens', 'parallel_calls', 'zero_argument_call', 'thinking_off_tool_call', 'call_inside_reasoning'},
+    'hyperclovax-seed-think-14b': {'direct_tool_call', 'direct_answer', 'reasoning_answer', 'reasoning_tool_call', 'content_only', 'content_before_call', 'parallel_calls', 'thinking_off', 'multi_turn', 'force_reasoning'},
+    'internlm2': {'cut_mid_call', 'reasoning_tool_call', 'cut_before_arguments', 'content_before_call', 'text_after_call', 'parallel_calls', 'arguments_key', 'turn_end_then_text'},
     'jamba': {'content_before_call'},
-    'kimi-k3': {'cut_mid_call', 'parallel_calls', 'reasoning_tool_call', 'thinking_off_tool_call', 'content_before_call', 'response_without_close'},
-    'lfm2': {'content_around_call', 'cut_mid_call', 'reasoning_tool_call', 'call_without_end_marker', 'content_before_call'},
-    'lfm2.5': {'reasoning_tool_call', 'content_before_call', 'cut_mid_call', 'content_after_call'},
-    'llama3.1': {'cut_mid_call', 'reasoning_tool_call', 'call_then_text', 'cut_after_first_call', 'semicolon_parallel_calls', 'nested_arguments', 'python_tag_call', 'typed_call'},
-    'llama3.2': {'cut_mid_call', 'reasoning_tool_call', 'call_then_text', 'cut_after_first_call', 'semicolon_parallel_calls', 'nested_arguments', 'python_tag_call'},
-    'llama3.2-pythonic': {'reasoning_tool_call', 'python_tag_call', 'list_argument', 'parallel_calls'},
-    'llama4': {'reasoning_tool_call', 'python_start_call', 'parallel_calls'},
+    'kimi-k3': {'response_without_close'},
+    'lfm2': {'cut_mid_call', 'reasoning_tool_call', 'content_around_call', 'call_without_end_marker', 'content_before_call'},
+    'lfm2.5': {'cut_mid_call', 'content_before_call', 'content_after_call', 'reasoning_tool_call'},
+    'llama3.1': {'call_then_text', 'python_tag_call'},
+    'llama3.2': {'call_then_text', 'python_tag_call'},
+    'llama3.2-pythonic': {'reasoning_tool_call', 'parallel_calls', 'python_tag_call', 'list_argument'},
+    'llama4': {'python_start_call', 'reasoning_tool_call', 'parallel_calls'},
     'minimax-m1': {'nested_arguments'},
     'mistral-nemo': {'content_before_call'},
     'mistral-small-3.1': {'tool_call_native_spacing'},
     'mistral-small-3.2': {'call_without_id'},
-    'phi-4-mini': {'content_before_call', 'functools_call', 'functools_call_with_text'},
-    'step-3.5-flash': {'reasoning_tool_call', 'content_before_call', 'cut_mid_call'},
-    'xlam': {'reasoning_tool_call', 'qwen_base_call', 'cut_mid_call', 'parallel_calls'},
+    'muse-glimmer': {'doubled_tool_name'},
+    'phi-4-mini': {'content_before_call', 'functools_call_with_text', 'functools_call'},
+    'xlam': {'qwen_base_call'},
 }
 
 #: Templates for which no grammar is built yet, and why.
@@ -232,8 +232,9 @@ def test_mutations_rejected(family):
     for case in with_calls[:3]:
         text, name = case["output"], _first_call_name(case)
         grammar = _grammar(compiled, sample, case)
-        if name in text:
-            expect_rejected("unknown tool name", grammar, text.replace(name, "no_such_tool", 1))
+        at_name = text.rfind(name)  # (the call's; the reasoning before it may name the tool too)
+        if at_name >= 0:
+            expect_rejected("unknown tool name", grammar, text[:at_name] + "no_such_tool" + text[at_name + len(name):])
         # a missing required argument: the same tool requiring one more property
         extra = json.loads(json.dumps(tools))
         for tool in extra:
@@ -246,15 +247,14 @@ def test_mutations_rejected(family):
         args = _calls(case)[0]["function"]["arguments"]
         for key, value in (args.items() if isinstance(args, dict) else []):
             if isinstance(value, int) and not isinstance(value, bool):
-                at = text.find(key, text.find(name) if name in text else 0)
+                at = text.find(key, max(at_name, 0))
                 m = re.compile(rf"(?<![\w.]){value}(?![\w.])").search(text, at if at >= 0 else 0)
                 if m:
                     expect_rejected("wrong argument type", grammar, text[: m.start()] + "abc" + text[m.end():])
                 break
         # broken JSON: a stray comma after the arguments' first brace
         if compiled.template["fields"]["tool_calls"].get("content") == "json":
-            start = text.find(name) if name in text else 0
-            brace = text.find("{", start)
+            brace = text.find("{", max(at_name, 0))
             if brace >= 0:
                 expect_rejected("broken JSON", grammar, text[: brace + 1] + ",," + text[brace + 1:])
         # tool_choice none: a call is not allowed
