@@ -602,7 +602,8 @@ class Builder:
         self.terms: dict[str, str] = {}
         self.term_names: dict[str, str] = {}
         self.rule_names: dict[str, str] = {}
-        self.marks = tuple(sorted(options.special, key=len, reverse=True))
+        # markers that llguidance can name as special tokens (<...>); others stay text
+        self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
         self.free = ir.states[-1]
         self.alts, self.compiled = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
@@ -610,6 +611,7 @@ class Builder:
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
         self.piece_cache: dict[Any, Any] = {}
+        self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
         self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
 
@@ -698,6 +700,8 @@ class Builder:
         first, merged with the first regex piece into one lazy lexeme."""
         items: list[str] = []
         pieces = list(pieces)
+        if lead is not None and len(pieces) > 1 and pieces[0][0] == "re" and pieces[1][0] == "tok" and _nullable(pieces[0][1]):
+            pieces.pop(0)  # whitespace before a special token: the text before it holds it
         if lead is not None:
             if pieces and pieces[0][0] == "tok" or not pieces:
                 items.append(self.term(lead))
@@ -714,7 +718,7 @@ class Builder:
                 else:
                     items.append(self.term("/" + text + "/"))
             elif kind == "tok":
-                items.append(f"<{text}>" if text.startswith("<") and text.endswith(">") else json.dumps(text))
+                items.append(text)  # llguidance's special-token syntax is the token itself: <|im_end|>
             else:
                 items.append(json.dumps(text))
         return items
@@ -722,6 +726,12 @@ class Builder:
     def text_term(self, excl: str, nonempty: bool = False) -> str:
         base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
         return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+
+
+def _token_form(marker: str) -> bool:
+    """llguidance's Lark names a special token as ``<...>``: a marker of that form with no
+    ``>`` inside (and no whitespace) can be written so."""
+    return len(marker) > 2 and marker[0] == "<" and marker[-1] == ">" and ">" not in marker[1:-1] and not any(c.isspace() for c in marker)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1150,6 +1160,8 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if calls:
         self.calls_written.append(True)
     if st.kind == "unclosed":
+        if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
+            return None  # the reply ends in this region, and needs a call first
         if f.close is not None and self.compiled[f.close.path].search(s, d1) is not None:
             return None
         if f.content == "text":
@@ -1176,6 +1188,8 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         lead_c = self.tail_lead if f.content == "xml-inline" else None
         items += body_items + self.seq(self.pieces(c, {}), lead_c)
     if c.end:
+        if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
+            return None  # this close ends the reply, which needs a call first
         m = pat.search(s, d1)
         if m is None or m.span() != (b1, c1):
             return None
@@ -1194,7 +1208,17 @@ Builder.close_excl = _close_excl
 
 
 def _body(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | None, str, int]:
-    """(grammar items, representative text, calls it holds) of a field's body."""
+    """(grammar items, representative text, calls it holds) of a field's body (built once
+    per field and tool)."""
+    key = (f.index, None if tool is None else tool["name"])
+    hit = self.body_cache.get(key)
+    if hit is None:
+        hit = self.body_cache[key] = (*_body_of(self, f, tool), getattr(self, "tail_lead", None))
+    self.tail_lead = hit[3]
+    return hit[:3]
+
+
+def _body_of(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | None, str, int]:
     is_call = f is self.calls
     path = f"{f.path}.content"
     if f.content == "text":

@@ -73,6 +73,21 @@ KNOWN_REJECTED: dict[str, set[str]] = {
     'xlam': {'qwen_base_call'},
 }
 
+#: Mutations a family's grammar does not reject yet, and why.
+KNOWN_MUTATION_GAPS = {
+    "functionary": "its prefix ends inside the call's open delimiter (>>>): the grammar starts after the prefix "
+                   "as in the free state, so a tool name right at the start is read as text, not checked",
+}
+
+#: Families whose grammar with special tokens fails yet, and why.
+KNOWN_SPECIAL_TOKEN_GAPS = {
+    "gpt-oss": "with its markers as special tokens the alternatives multiply past llguidance's symbol limit",
+    "kimi-k2": "a marker inside an optional part of a delimiter ((?:<|tool_calls_section_begin|>\\s*)?) is not split",
+    "kimi-k2-thinking": "as kimi-k2",
+    "kimi-k3": "markers inside a delimiter's optional part, as kimi-k2",
+    "muse-glimmer": "markers inside a delimiter's optional part, as kimi-k2",
+}
+
 #: Templates for which no grammar is built yet, and why.
 KNOWN_UNSUPPORTED = {
     "olmo3": "its xml-inline tag_pattern uses recursion ((?&arr)), which Python's re cannot read",
@@ -220,6 +235,8 @@ def _first_call_name(case):
 def test_mutations_rejected(family):
     if family in KNOWN_UNSUPPORTED:
         pytest.xfail(KNOWN_UNSUPPORTED[family])
+    if family in KNOWN_MUTATION_GAPS:
+        pytest.xfail(KNOWN_MUTATION_GAPS[family])
     compiled = respc.load(family)
     sample, with_calls, without = _call_cases(family)
     tools = sample["tools"]
@@ -469,3 +486,65 @@ def test_lint_reports_templates_without_a_grammar():
         "fields.tool_calls.content_args.tag_pattern"
     ]
     assert not [f for f in lint(respc.load("qwen3").template) if "no grammar" in f.message]
+
+
+# --- markers that are special tokens --------------------------------------------------------
+_MARKER = re.compile(r"<\|[^|<>\s\\]+\|>")
+
+
+def _special_tokenizer(markers: list[str]):
+    """A byte-level BPE tokenizer built here (nothing downloaded) whose markers are special
+    tokens, as a real model's tokenizer has them; and llguidance's view of it."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    vocab = {ch: i for i, ch in enumerate(sorted(ByteLevel.alphabet()))}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens([AddedToken(m, special=True) for m in [*markers, "<|eos_for_tests|>"]])
+    return tokenizer, llg.LLTokenizer(tokenizer.to_str(), eos_token=tokenizer.token_to_id("<|eos_for_tests|>"))
+
+
+def _markers(family: str) -> list[str]:
+    template = json.dumps(respc.load(family).template)
+    found = {m.replace("\\\\", "") for m in _MARKER.findall(template.replace("\\\\|", "|"))}
+    return sorted(found | {t for t in _sample(family).get("end_tokens", []) if _MARKER.fullmatch(t)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f not in KNOWN_UNSUPPORTED])
+def test_special_tokens(family):
+    needs("tokenizers")
+    if family in KNOWN_SPECIAL_TOKEN_GAPS:
+        pytest.xfail(KNOWN_SPECIAL_TOKEN_GAPS[family])
+    markers = _markers(family)
+    if not markers:
+        pytest.skip(f"{family}: no <|...|> markers")
+    compiled = respc.load(family)
+    sample = _sample(family)
+    tokenizer, lltok = _special_tokenizer(markers)
+    failures = []
+    for case in sample["cases"]:
+        if not _complete(case) or case.get("expected") is None or case["name"] in KNOWN_REJECTED.get(family, set()):
+            continue
+        grammar = compiled.grammar(sample["tools"], prefix=case["prefix"], special_tokens=tokenizer)
+        m = llg.LLMatcher(lltok, grammar, log_level=0)
+        ids = tokenizer.encode(case["output"]).ids
+        if not (m.consume_tokens(ids) and m.is_accepting()):
+            failures.append(f"{family}/{case['name']}: {case['output']!r}: {m.get_error()[:200]}")
+        # a marker spelled out in bytes is not the special token: the grammar does not take it
+    assert not failures, "\n".join(failures)
+
+
+def test_special_tokens_written_as_tokens():
+    needs("tokenizers")
+    tokenizer, lltok = _special_tokenizer(["<|im_end|>", "<|im_start|>", "<|endoftext|>"])
+    compiled = respc.load("qwen3")
+    grammar = compiled.grammar(_sample("qwen3")["tools"], special_tokens=tokenizer)
+    assert "<|im_end|>" in grammar and '"<|im_end|>"' not in grammar
+    m = llg.LLMatcher(lltok, grammar, log_level=0)
+    assert m.consume_tokens(tokenizer.encode("The capital is Paris.<|im_end|>").ids) and m.is_accepting()
+    spelled = llg.LLMatcher(lltok, grammar, log_level=0)
+    ids = tokenizer.encode("The capital is Paris.").ids + [tokenizer.token_to_id(c) for c in "<|im_end|>"]
+    assert not (spelled.consume_tokens(ids) and spelled.is_accepting())

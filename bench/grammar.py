@@ -1,0 +1,94 @@
+"""Build time of compiled.grammar() per bundled family, beside llguidance's compile time.
+
+    python bench/grammar.py            # every family, 5 rounds
+    python bench/grammar.py --rounds 3 qwen3 gpt-oss
+
+For each family (with its samples' tools): the Lark grammar's size, the median time to
+build it cold (every cache cleared: the delimiters parsed and translated, the state walk),
+warm (the template's delimiters cached, a tool list not seen before: what a new request's
+tools cost), and cached (the same template, tools and options again: a dict lookup), and
+the median time llguidance takes to compile it (an LLMatcher over a byte vocabulary), with
+the ratio of the cold build to that compile. Medians over interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import respc  # noqa: E402
+from respc.compiler import grammar as G  # noqa: E402
+
+
+def _tokenizer():
+    import llguidance as llg
+
+    class Bytes:
+        tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+        eos_token_id = 256
+        bos_token_id = None
+        special_token_ids = [256]
+
+        def __call__(self, text):
+            return list(text.encode() if isinstance(text, str) else text)
+
+    return llg, llg.LLTokenizer(llg.TokenizerWrapper(Bytes()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("families", nargs="*")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    samples = ROOT / "templates" / "samples"
+    families = args.families or sorted(p.stem for p in samples.glob("*.json"))
+    try:
+        llg, tok = _tokenizer()
+    except ImportError:
+        llg = tok = None
+    print(f"{'family':28} {'size':>8} {'cold ms':>8} {'warm ms':>8} {'cached us':>9} {'llg ms':>8} {'cold/llg':>8}")
+    for family in families:
+        compiled = respc.load(family)
+        tools = json.loads((samples / f"{family}.json").read_text())["tools"]
+        cold, warm, hit, comp = [], [], [], []
+        size = "-"
+        try:
+            for r in range(args.rounds):
+                G._CACHE.clear()
+                G._PARTS.clear()
+                t = time.perf_counter()
+                grammar = compiled.grammar(tools)
+                cold.append(time.perf_counter() - t)
+                renamed = json.loads(json.dumps(tools))
+                renamed[0]["function"]["description"] = f"round {r}"  # a tool list not seen before
+                t = time.perf_counter()
+                compiled.grammar(renamed)
+                warm.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                compiled.grammar(tools)
+                hit.append(time.perf_counter() - t)
+                if llg is not None:
+                    t = time.perf_counter()
+                    matcher = llg.LLMatcher(tok, grammar, log_level=0)
+                    comp.append(time.perf_counter() - t)
+                    assert not matcher.is_error(), matcher.get_error()
+            size = len(grammar)
+        except G.GrammarUnsupported as error:
+            print(f"{family:28} {'refused: ' + str(error)[:80]}")
+            continue
+        med = statistics.median
+        llg_ms = med(comp) * 1e3 if comp else float("nan")
+        print(f"{family:28} {size:>8} {med(cold) * 1e3:>8.1f} {med(warm) * 1e3:>8.1f} {med(hit) * 1e6:>9.1f} "
+              f"{llg_ms:>8.1f} {med(cold) * 1e3 / llg_ms if comp else float('nan'):>8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
