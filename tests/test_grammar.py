@@ -189,6 +189,12 @@ def test_every_bundled_family_gets_a_grammar(family):
         with pytest.raises(GrammarUnsupported):
             respc.load(family).grammar(_sample(family)["tools"])
         pytest.xfail(KNOWN_UNSUPPORTED[family])
+    _matcher(respc.load(family).grammar(_sample(family)["tools"]))  # llguidance compiles it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f not in KNOWN_UNSUPPORTED])
+def test_every_tool_choice_gets_a_grammar(family):
     compiled = respc.load(family)
     sample = _sample(family)
     for choice in ("auto", "required", "none", sample["tools"][0]["function"]["name"]):
