@@ -72,6 +72,9 @@ def test_bundled_modules_are_compiled_with_the_runtime():
         assert module.__name__.startswith(_native.GENERATED_PACKAGE + ".")
         assert module.__file__.endswith(".py") != respc.COMPILED_RUNTIME, module.__file__
     assert len(_native.compiled_generated()) == (len(respc.bundled_templates()) if respc.COMPILED_RUNTIME else 0)
+    # compiled, they share one copy of Cython's utility code (setup.py SHARED_UTILITY)
+    shared = sys.modules.get("respc._cyutility")
+    assert (shared is not None and not shared.__file__.endswith(".py")) == respc.COMPILED_RUNTIME
 
 
 def test_pure_python_switch():
@@ -141,36 +144,81 @@ def _build_ext(setup_py: types.ModuleType, exts: list) -> object:
 def test_setup_compiles_the_runtime_and_every_generated_module(monkeypatch):
     """One extension per runtime module and per generated/<leaf>.py, listed from its Python
     source: the translation to C waits for build_ext (setup.py also runs for the build
-    requirements and the metadata, which need only the names)."""
+    requirements and the metadata, which need only the names). First, the shared utility
+    module, whose C Cython writes (the sdist ships no such file)."""
     setup_py = _setup_py(monkeypatch)
     exts = setup_py.extensions()
     generated = sorted(p.stem for p in (ROOT / "generated").glob("*.py") if p.name != "__init__.py")
-    assert [e.name for e in exts] == [*_native.NATIVE_MODULES, *(f"{_native.GENERATED_PACKAGE}.{g}" for g in generated)]
-    assert all(len(e.sources) == 1 and e.sources[0].endswith(".py") for e in exts), [e.sources for e in exts]
+    assert [e.name for e in exts] == [
+        setup_py.SHARED_UTILITY,
+        *_native.NATIVE_MODULES,
+        *(f"{_native.GENERATED_PACKAGE}.{g}" for g in generated),
+    ]
+    assert exts[0].sources == ["respc/_cyutility.c"] and not (ROOT / "respc" / "_cyutility.c").exists()
+    assert all(len(e.sources) == 1 and e.sources[0].endswith(".py") for e in exts[1:]), [e.sources for e in exts]
+    assert "respc/_cyutility.c" not in _build_ext(setup_py, exts).get_source_files()
     monkeypatch.setenv("RESPC_PURE_PYTHON_BUILD", "1")
     assert setup_py.extensions() == []
 
 
-def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch):
+def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch, tmp_path):
     """build_ext compiles in parallel on every core by default, and gives gcc-like compilers
-    GENERATED_CFLAGS (-O1, no debug information) for the generated modules, CFLAGS for the
-    runtime's (MODULE_CFLAGS for the delta stream: -O2); other compilers (MSVC) keep their
-    defaults."""
+    GENERATED_CFLAGS (-Og, no debug information) for the generated modules, CFLAGS for the
+    runtime's (MODULE_CFLAGS for the delta stream and the shared utility module: -O2), and
+    includes the header that compiles every module's one-time code unoptimised; other
+    compilers (MSVC) keep their defaults. The shared utility module is compiled first, alone,
+    then the rest in parallel."""
+    monkeypatch.chdir(tmp_path)  # (the header is written under build/cython)
     setup_py = _setup_py(monkeypatch)
-    assert setup_py.GENERATED_CFLAGS == ["-O1", "-g0"] and setup_py.CFLAGS == ["-g0"]
-    assert setup_py.MODULE_CFLAGS == {"respc.runtime.deltas": ["-O2", "-g0"]}
+    assert setup_py.GENERATED_CFLAGS == ["-Og", "-g0"] and setup_py.CFLAGS == ["-g0"]
+    assert setup_py.MODULE_CFLAGS == {
+        "respc.runtime.deltas": ["-O2", "-g0"],
+        setup_py.SHARED_UTILITY: ["-O2", "-g0"],
+    }
     for compiler_type, expect_flags in (("unix", True), ("msvc", False)):
         exts = setup_py.extensions()
         command = _build_ext(setup_py, exts)
         assert command.parallel == setup_py._cores() >= 1
         command.compiler = types.SimpleNamespace(compiler_type=compiler_type)
-        with mock.patch.object(setup_py.build_ext, "build_extensions", lambda self: None):
-            command.build_extensions()
+        built = []
+        with mock.patch.object(setup_py.build_ext, "build_extension", lambda self, ext: built.append(ext.name)):
+            with mock.patch.object(
+                setup_py.build_ext, "build_extensions", lambda self: built.append([e.name for e in self.extensions])
+            ):
+                command.build_extensions()
+        assert built == [setup_py.SHARED_UTILITY, [e.name for e in exts[1:]]]
+        assert command.extensions == exts
+        header = tmp_path / "build" / "cython" / "include" / "respc_cold_code.h"
         for ext in exts:
             generated = ext.name.startswith(_native.GENERATED_PACKAGE + ".")
             runtime = setup_py.MODULE_CFLAGS.get(ext.name, setup_py.CFLAGS)
-            flags = (setup_py.GENERATED_CFLAGS if generated else runtime) if expect_flags else []
+            flags = [*(setup_py.GENERATED_CFLAGS if generated else runtime), "-include", str(header)] if expect_flags else []
             assert ext.extra_compile_args == flags, (compiler_type, ext.name)
+    assert header.read_text(encoding="utf-8") == setup_py.COLD_CODE_HEADER
+    assert '#define CYTHON_SMALL_CODE __attribute__((cold, optimize("O0")))' in setup_py.COLD_CODE_HEADER
+
+
+def test_without_the_shared_utility_module_nothing_else_is_built(monkeypatch, tmp_path, capsys):
+    """Every compiled module imports the shared utility module: when it fails to compile, the
+    others are not compiled either (and an earlier build's are removed), so the install is a
+    working pure-Python one instead of extensions that cannot be imported."""
+    monkeypatch.chdir(tmp_path)
+    setup_py = _setup_py(monkeypatch)
+    exts = setup_py.extensions()
+    command = _build_ext(setup_py, exts)
+    command.compiler = types.SimpleNamespace(compiler_type="unix")
+
+    def fail(self, ext):
+        raise RuntimeError("no compiler")
+
+    dropped = []
+    monkeypatch.setattr(setup_py.OptionalBuildExt, "_drop_stale", lambda self, ext: dropped.append(ext.name))
+    with mock.patch.object(setup_py.build_ext, "build_extension", fail):
+        with mock.patch.object(setup_py.build_ext, "build_extensions") as rest:
+            command.build_extensions()
+    rest.assert_not_called()
+    assert dropped == [e.name for e in exts]
+    assert f"{setup_py.SHARED_UTILITY} could not be compiled (no compiler)" in capsys.readouterr().err
 
 
 def test_editable_build_translates_nothing(monkeypatch):

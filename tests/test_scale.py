@@ -371,6 +371,7 @@ def _ray_items(count: int, seed: int) -> list[dict]:
     return [{"id": i, "prefix": p, "text": t} for i, (p, t) in enumerate(data)]
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster: under pytest -n, both on one worker
 def test_ray_data_pipeline_gives_the_plain_loops_messages(ray_cluster):
     import respc.ray
 
@@ -384,6 +385,7 @@ def test_ray_data_pipeline_gives_the_plain_loops_messages(ray_cluster):
     assert [row["id"] for row in dataset.iter_rows()] == list(range(len(items)))
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster: under pytest -n, both on one worker
 def test_ray_data_actors_and_batch_formats(ray_cluster):
     import respc.ray
 
