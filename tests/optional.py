@@ -15,6 +15,7 @@ _OPTIONAL = {
     "ray": "Ray Data",
     "pyarrow": "Arrow columns and Parquet files",
     "openai": "the openai client's own stream accumulator",
+    "vllm": "vLLM's parser layer (tests/test_vllm.py): pip install torch==2.13.0 && pip install --no-deps -r tests/requirements-vllm.txt",
 }
 
 
