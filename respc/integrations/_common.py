@@ -100,9 +100,10 @@ def _template_strings(value: Any, out: list[str]) -> list[str]:
 
 
 def special_markers(tokenizer: Any, compiled: CompiledTemplate) -> list[str]:
-    """The tokenizer's added/special tokens that the template's delimiters name (written
-    literally or regex-escaped): the markers an engine must not strip from the text."""
-    import re
+    """The tokenizer's added/special tokens that the template's delimiters name: written in a
+    delimiter literally or regex-escaped, or a whole match of a delimiter pattern
+    (``<think(?::opensource)?>``): the markers an engine must not strip from the text."""
+    import regex
 
     tokens: set[str] = set()
     for source in ("get_added_vocab", "all_special_tokens"):
@@ -117,5 +118,16 @@ def special_markers(tokenizer: Any, compiled: CompiledTemplate) -> list[str]:
         return []
     strings = _template_strings(compiled.template.get("fields", {}), [])
     strings += _template_strings(compiled.template.get("start_anchor", ""), [])
-    found = [t for t in tokens if any(t in s or re.escape(t) in s for s in strings)]
+    strings += _template_strings(compiled.template.get("start_anchor_pattern", ""), [])
+    patterns = []
+    for text in strings:
+        try:
+            patterns.append(regex.compile(text))
+        except regex.error:
+            pass
+    found = [
+        t
+        for t in tokens
+        if any(t in s or regex.escape(t) in s for s in strings) or any(p.fullmatch(t) for p in patterns)
+    ]
     return sorted(found)
