@@ -26,10 +26,14 @@ needs("openai", "transformers", "vllm.parser")
 from local_tokenizer import families, samples, tokenizer_for
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
-from vllm.entrypoints.openai.chat_completion.message_assembly import assemble_chat_message_fields
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.entrypoints.openai.chat_completion.stream_processor import ChatStreamProcessor
 from vllm.parser import ParserManager
+
+try:  # vLLM 0.33 streams and assembles through these; 0.32's serving.py does the same inline
+    from vllm.entrypoints.openai.chat_completion.message_assembly import assemble_chat_message_fields
+    from vllm.entrypoints.openai.chat_completion.stream_processor import ChatStreamProcessor
+except ImportError:
+    ChatStreamProcessor = assemble_chat_message_fields = None
 
 import respc
 from respc.integrations import vllm as plugin
@@ -98,7 +102,7 @@ def _render(tok, parser_cls, request, prompt_ids):
 
 def _stream(tok, parser_cls, request, prompt_ids, output_ids, stop: bool, per_delta: int) -> dict:
     parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
-    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=parser_cls)
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=parser_cls) if ChatStreamProcessor else None
     state = ChatCompletionStreamState()
     reasoning = []
     for start in range(0, len(output_ids), per_delta):
@@ -106,10 +110,17 @@ def _stream(tok, parser_cls, request, prompt_ids, output_ids, stop: bool, per_de
         last = start + per_delta >= len(output_ids)
         text_ids = ids[:-1] if (last and stop) else ids  # vLLM leaves the stop token's text out
         text = "".join(tok.decode([i], skip_special_tokens=False) for i in text_ids)
-        step = processor.step(text, list(ids), "stop" if last else None, list(prompt_ids))
-        if step.delta is None and step.finish_reason is None:
+        if processor is not None:
+            step = processor.step(text, list(ids), "stop" if last else None, list(prompt_ids))
+            delta, finish_reason = step.delta, step.finish_reason
+        else:  # vLLM 0.32's serving.py: parse_delta per chunk, calls kept with tools and auto
+            delta = parser.parse_delta(text, list(ids), request, list(prompt_ids), finished=last)
+            if delta is not None and delta.tool_calls and not request.tools:
+                delta.tool_calls = []
+            finish_reason = "stop" if last else None
+        if delta is None and finish_reason is None:
             continue
-        delta = step.delta.model_dump(exclude_none=True) if step.delta is not None else {}
+        delta = delta.model_dump(exclude_none=True) if delta is not None else {}
         if delta.get("reasoning"):
             reasoning.append(delta["reasoning"])
         chunk = {
@@ -117,7 +128,7 @@ def _stream(tok, parser_cls, request, prompt_ids, output_ids, stop: bool, per_de
             "object": "chat.completion.chunk",
             "created": 0,
             "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": step.finish_reason}],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
         state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
     message = state.get_final_completion().choices[0].message
@@ -134,6 +145,13 @@ def _whole(tok, parser_cls, request, prompt_ids, output_ids, stop: bool) -> dict
     text_ids = output_ids[:-1] if stop else output_ids
     text = tok.decode(text_ids, skip_special_tokens=False)
     reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=output_ids)
+    if assemble_chat_message_fields is None:  # vLLM 0.32: serving.py keeps calls with tools and auto
+        calls = [c for c in calls or [] if request.tools]
+        return {
+            "content": content or None,
+            "reasoning": reasoning or None,
+            "tool_calls": [(c.name, json.loads(c.arguments)) for c in calls],
+        }
     fields = assemble_chat_message_fields(request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
     return {
         "content": fields.content or None,
@@ -313,3 +331,21 @@ def test_guarantees_get_the_template_grammar(ask):
     )
     assert request.response_format is None
     assert request.resolve_reasoning_ended(parser_cls(tok, tools), prompt_ids) is True
+    from vllm.parser.abstract_parser import structured_outputs_to_format
+
+    assert structured_outputs_to_format(request.structured_outputs) is not None  # xgrammar's model takes it
+
+
+@pytest.mark.slow
+def test_installing_respc_is_enough():
+    """vLLM's own plugin loader (every vLLM process runs it) finds the entry point and registers both parsers."""
+    import subprocess
+    import sys
+
+    code = (
+        "from vllm.plugins import load_general_plugins; load_general_plugins(); "
+        "from vllm.tool_parsers import ToolParserManager; from vllm.reasoning import ReasoningParserManager; "
+        "print(ToolParserManager.get_tool_parser('respc').__name__, ReasoningParserManager.get_reasoning_parser('respc').__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.stdout.split() == ["RespcToolParser", "RespcReasoningParser"], out.stderr[-2000:]
