@@ -349,3 +349,22 @@ def test_installing_respc_is_enough():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.stdout.split() == ["RespcToolParser", "RespcReasoningParser"], out.stderr[-2000:]
+
+
+def test_split_parsers_on_their_own():
+    """The registered classes used one at a time (as vLLM's DelegatingParser or its
+    structured-output reasoner would): whole outputs as respc parses them."""
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tok = _tokenizer("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    want = _expected("qwen3", case, data["tools"])
+    request = _request(data["tools"])
+    tool = plugin.RespcToolParser(tok, request.tools)
+    tool.set_prompt_token_ids(prompt_ids)
+    info = tool.extract_tool_calls(case["output"], request)
+    assert info.tools_called and [(c.function.name, json.loads(c.function.arguments)) for c in info.tool_calls] == want["tool_calls"]
+    reasoning = plugin.RespcReasoningParser(tok)
+    reasoning.set_prompt_token_ids(prompt_ids)
+    assert reasoning.extract_reasoning(case["output"], request)[0] == want["reasoning"]
+    assert not reasoning.is_reasoning_end(prompt_ids + tok.encode("<think>\nhm", add_special_tokens=False))
+    assert reasoning.is_reasoning_end(tok.encode(case["prefix"] + case["output"], add_special_tokens=False))
