@@ -39,6 +39,7 @@ from .batch import BatchError, RowError, parse_batch  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from .compiler.grammar import GrammarUnsupported  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
+from .integrations.transformers import from_pretrained  # noqa: E402  (reads tokenizer_config.json; imports no transformers)
 from .runtime.base import PrefixWarning, RegexTimeout  # noqa: E402
 from .runtime.loader import CacheWarning  # noqa: E402
 from .runtime.scan import REGEX_BUDGET, REGEX_TIMEOUT  # noqa: E402
@@ -72,6 +73,7 @@ __all__ = [
     "TemplateWarning",
     "bundled_templates",
     "compile_template",
+    "from_pretrained",
     "get_response_parser",
     "load",
     "parse_batch",

@@ -18,6 +18,7 @@ _OPTIONAL = {
     "llguidance": "the matcher that runs compiled.grammar()'s Lark grammars",
     "jsonschema": "validating tool arguments against their schema",
     "tokenizers": "a local tokenizer whose markers are special tokens",
+    "vllm": "vLLM's parser layer (tests/test_vllm.py): pip install torch==2.13.0 && pip install --no-deps -r tests/requirements-vllm.txt",
 }
 
 

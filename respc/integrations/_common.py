@@ -1,0 +1,133 @@
+"""What the engine integrations share: which template a tokenizer's model writes with, and
+how token ids become the text respc parses. Imports no engine and no transformers."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+from ..api import CompiledTemplate, compile_template
+
+#: the environment variable naming the template (a bundled name or a JSON file's path)
+ENV = "RESPC_TEMPLATE"
+
+#: the field name some templates (on the Hub, in transformers' docs) give the reasoning
+THINKING = "thinking"
+REASONING = "reasoning_content"
+
+
+def tokenizer_template(tokenizer: Any) -> dict | None:
+    """The ``response_template`` a tokenizer carries: its attribute, else its
+    ``init_kwargs`` (what ``tokenizer_config.json`` held), else None."""
+    for owner in (tokenizer, getattr(tokenizer, "tokenizer", None)):  # vLLM wraps some tokenizers
+        if owner is None:
+            continue
+        template = getattr(owner, "response_template", None)
+        if not isinstance(template, dict):
+            template = (getattr(owner, "init_kwargs", None) or {}).get("response_template")
+        if isinstance(template, dict):
+            return template
+    return None
+
+
+def reasoning_as_reasoning_content(template: dict) -> dict:
+    """``template`` with a reasoning field named ``thinking`` renamed ``reasoning_content``
+    (in place in the field order), so that it streams as reasoning; any other template as it is."""
+    fields = template.get("fields") if isinstance(template, dict) else None
+    if not isinstance(fields, dict) or THINKING not in fields or REASONING in fields:
+        return template
+    out = copy.deepcopy(template)
+    out["fields"] = {(REASONING if name == THINKING else name): field for name, field in out["fields"].items()}
+    return out
+
+
+def resolve(tokenizer: Any = None, template: Any = None, *, who: str = "respc") -> CompiledTemplate:
+    """The template a model writes with, compiled: ``template`` if given (a dict, a bundled
+    name, a path, a CompiledTemplate); else the tokenizer's ``response_template`` (attribute
+    or ``init_kwargs``); else ``$RESPC_TEMPLATE`` (a bundled name or a path); else
+    ``respc.for_model(tokenizer)`` where respc has it. Raises ValueError naming
+    ``RESPC_TEMPLATE`` when none gives one."""
+    if template is None and tokenizer is not None:
+        template = tokenizer_template(tokenizer)
+    if template is None:
+        template = os.environ.get(ENV) or None
+    if template is None and tokenizer is not None:
+        import respc
+
+        for_model = getattr(respc, "for_model", None)
+        if for_model is not None:
+            try:
+                found = for_model(tokenizer)
+            except Exception:  # no template detected: the error below says what to do
+                found = None
+            if found is not None:
+                return found
+    if template is None:
+        raise ValueError(
+            f"{who}: no response template for this model: its tokenizer has no `response_template` "
+            f"(attribute or tokenizer_config.json) and {ENV} is not set; set {ENV} to a bundled "
+            "template's name (`respc list`) or to a template JSON file's path"
+        )
+    if isinstance(template, dict):
+        template = reasoning_as_reasoning_content(template)
+    return compile_template(template)
+
+
+def decode(tokenizer: Any, token_ids: Any) -> str:
+    """``token_ids`` as the engine decodes output: special tokens kept, no cleanup."""
+    ids = list(token_ids)
+    if not ids:
+        return ""
+    try:
+        return tokenizer.decode(
+            ids, skip_special_tokens=False, clean_up_tokenization_spaces=False, spaces_between_special_tokens=False
+        )
+    except TypeError:
+        return tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def _template_strings(value: Any, out: list[str]) -> list[str]:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _template_strings(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _template_strings(item, out)
+    return out
+
+
+def special_markers(tokenizer: Any, compiled: CompiledTemplate) -> list[str]:
+    """The tokenizer's added/special tokens that the template's delimiters name: written in a
+    delimiter literally or regex-escaped, or a whole match of a delimiter pattern
+    (``<think(?::opensource)?>``): the markers an engine must not strip from the text."""
+    import regex
+
+    tokens: set[str] = set()
+    for source in ("get_added_vocab", "all_special_tokens"):
+        try:
+            value = getattr(tokenizer, source, None)
+            value = value() if callable(value) else value
+        except Exception:
+            value = None
+        if value:
+            tokens.update(t for t in value if isinstance(t, str) and t)
+    if not tokens:
+        return []
+    strings = _template_strings(compiled.template.get("fields", {}), [])
+    strings += _template_strings(compiled.template.get("start_anchor", ""), [])
+    strings += _template_strings(compiled.template.get("start_anchor_pattern", ""), [])
+    patterns = []
+    for text in strings:
+        try:
+            patterns.append(regex.compile(text))
+        except regex.error:
+            pass
+    found = [
+        t
+        for t in tokens
+        if any(t in s or regex.escape(t) in s for s in strings) or any(p.fullmatch(t) for p in patterns)
+    ]
+    return sorted(found)

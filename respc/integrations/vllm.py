@@ -1,0 +1,577 @@
+"""respc inside vLLM: ``vllm serve MODEL --enable-auto-tool-choice --tool-call-parser respc
+--reasoning-parser respc``.
+
+Importing this module (or calling :func:`register`, which the ``vllm.general_plugins`` entry
+point ``respc`` does in every vLLM process once ``respc[vllm]`` is installed) registers:
+
+* a tool parser and a reasoning parser named ``respc`` with vLLM's ``ToolParserManager``
+  and ``ReasoningParserManager``;
+* where vLLM composes the two through its unified ``Parser`` (``ParserManager``, vLLM 0.32
+  and 0.33), :class:`RespcParser`: one parser per request that parses the output once,
+  reasoning, content and tool calls together, with :class:`respc.openai.DeltaParser`.
+
+The template: the tokenizer's ``response_template`` (attribute or ``init_kwargs``), else
+``$RESPC_TEMPLATE`` (a bundled name or a path), else ``respc.for_model(tokenizer)`` where
+respc has it; else the server fails at startup saying to set ``RESPC_TEMPLATE``. A
+template's reasoning field named ``thinking`` streams as reasoning. See docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from vllm.entrypoints.generate.base.protocol import (
+    DeltaFunctionCall,
+    DeltaMessage,
+    DeltaToolCall,
+    ExtractedToolCallInformation,
+    FunctionCall,
+    ToolCall,
+)
+from vllm.parser.abstract_parser import Parser
+from vllm.reasoning import ReasoningParser, ReasoningParserManager
+from vllm.tool_parsers import ToolParser, ToolParserManager
+
+from ..api import CompiledTemplate
+from ..openai import DeltaParser
+from ._common import decode, resolve, special_markers
+
+__all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
+
+logger = logging.getLogger("respc.integrations.vllm")
+
+#: the name of both parsers: --tool-call-parser respc --reasoning-parser respc
+NAME = "respc"
+_REASONING = "reasoning"  # vLLM's delta and message key for reasoning
+
+
+def template_for(tokenizer: Any) -> CompiledTemplate:
+    """The compiled template a vLLM tokenizer's model writes with (see the module doc),
+    resolved once per tokenizer."""
+    cached = getattr(tokenizer, "_respc_template", None)
+    if isinstance(cached, CompiledTemplate):
+        return cached
+    compiled = resolve(tokenizer, who=f"--tool-call-parser/--reasoning-parser {NAME}")
+    try:
+        tokenizer._respc_template = compiled
+    except Exception:  # a tokenizer that takes no attributes: resolved each time
+        pass
+    return compiled
+
+
+# --- request helpers --------------------------------------------------------------------
+def _tool_dicts(tools: Any) -> list[dict] | None:
+    """The request's tools as Chat Completions tool dicts (Responses function tools too)."""
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump(exclude_none=True)
+        if not isinstance(tool, dict):
+            continue
+        if isinstance(tool.get("function"), dict):
+            out.append(tool)
+        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
+            function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
+            out.append({"type": "function", "function": function})
+    return out or None
+
+
+def _named_tool(request: Any) -> str | None:
+    choice = getattr(request, "tool_choice", None)
+    if choice is None or isinstance(choice, str):
+        return None
+    function = getattr(choice, "function", None)
+    name = getattr(function, "name", None) or getattr(choice, "name", None)
+    if name is None and isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _is_strict(tool: dict) -> bool:
+    return bool(tool.get("strict") or (tool.get("function") or {}).get("strict"))
+
+
+def _guarantee(request: Any, tools: list[dict] | None) -> str | None:
+    """What the request asks the output to guarantee that only a grammar can (None: nothing)."""
+    if not tools or getattr(request, "tool_choice", None) == "none":
+        return None
+    if getattr(request, "tool_choice", None) == "required":
+        return "tool_choice='required'"
+    if _named_tool(request) is not None:
+        return "a named tool_choice"
+    if any(_is_strict(tool) for tool in tools):
+        return "strict tools"
+    if getattr(request, "parallel_tool_calls", True) is False:
+        return "parallel_tool_calls=False"
+    return None
+
+
+def _tools_enabled(request: Any, auto: bool) -> bool:
+    choice = getattr(request, "tool_choice", None)
+    if choice == "none":
+        return False
+    if choice == "required" or _named_tool(request) is not None:
+        return True
+    return auto and choice in (None, "auto")
+
+
+class _Stream:
+    """One generation through a DeltaParser, its deltas as vLLM ``DeltaMessage``s.
+
+    The text is fed as vLLM detokenized it, plus the stop token it stripped (``<|call|>``,
+    a closer, an end-of-turn token: the last token id's text when the text does not end
+    with it). Keeps a tool parser's ``prev_tool_call_arr`` / ``streamed_args_for_tool`` /
+    ``current_tool_id`` as what was sent."""
+
+    def __init__(self, compiled, tokenizer, prefix: str, tools, *, tool_parser=None, parse_tools=True):
+        self.tokenizer = tokenizer
+        self.deltas = DeltaParser(
+            compiled, prefix=prefix, tools=tools, reasoning_key=_REASONING, on_malformed="event"
+        )
+        self.parse_tools = parse_tools
+        self.tool_parser = tool_parser
+        self.done = False
+        self.last_text = ""
+
+    def restored(self, text: str, token_ids: Sequence[int]) -> str:
+        """``text`` with the stop token vLLM left out of it put back."""
+        if token_ids:
+            last = decode(self.tokenizer, [token_ids[-1]])
+            if last and not (self.last_text + text).endswith(last):
+                return text + last
+        return text
+
+    def feed(self, text: str, token_ids: Sequence[int] = (), *, finished: bool = False) -> DeltaMessage | None:
+        if self.done:
+            return None
+        if finished:
+            text = self.restored(text, token_ids)
+        out = self.deltas.feed(text) if text else []
+        if text:
+            self.last_text = (self.last_text + text)[-64:]
+        if finished:
+            self.done = True
+            out = out + self.deltas.finish(length=True)[0]
+        return self._message(out)
+
+    def _message(self, deltas: list[dict]) -> DeltaMessage | None:
+        content: list[str] = []
+        reasoning: list[str] = []
+        calls: list[DeltaToolCall] = []
+        for delta in deltas:
+            if "content" in delta:
+                content.append(delta["content"])
+            elif _REASONING in delta:
+                reasoning.append(delta[_REASONING])
+            elif "tool_calls" in delta:
+                for call in delta["tool_calls"]:
+                    calls.append(self._call(call))
+        fields: dict[str, Any] = {}
+        if reasoning:
+            fields["reasoning"] = "".join(reasoning)
+        if content:
+            fields["content"] = "".join(content)
+        if calls:
+            if self.parse_tools:
+                fields["tool_calls"] = calls
+        return DeltaMessage(**fields) if fields else None
+
+    def _call(self, call: dict) -> DeltaToolCall:
+        function = call.get("function") or {}
+        index = call["index"]
+        arguments = function.get("arguments")
+        parser = self.tool_parser
+        if parser is not None:
+            while len(parser.prev_tool_call_arr) <= index:
+                parser.prev_tool_call_arr.append({"name": "", "arguments": ""})
+                parser.streamed_args_for_tool.append("")
+            if "name" in function:
+                parser.prev_tool_call_arr[index]["name"] = function["name"]
+                parser.current_tool_id = index
+                parser.current_tool_name_sent = True
+            if arguments:
+                parser.streamed_args_for_tool[index] += arguments
+                # the arguments as sent: get_remaining_unstreamed_args() has nothing left
+                parser.prev_tool_call_arr[index]["arguments"] = parser.streamed_args_for_tool[index]
+        return DeltaToolCall(
+            index=index,
+            id=call.get("id"),
+            type=call.get("type"),
+            function=DeltaFunctionCall(name=function.get("name"), arguments=arguments),
+        )
+
+
+def _whole(compiled, tokenizer, prefix: str, output: str, token_ids: Sequence[int], tools) -> dict:
+    """A whole output as the OpenAI message the stream would add up to (stop token restored)."""
+    stream = _Stream(compiled, tokenizer, prefix, tools)
+    text = stream.restored(output, list(token_ids or ()))
+    stream.deltas.feed(text)
+    stream.deltas.finish(length=True)
+    return stream.deltas.to_message()
+
+
+# --- reasoning: where it ends ------------------------------------------------------------
+def _reasoning_ended(compiled: CompiledTemplate, text: str) -> bool:
+    """Whether the current turn of ``text`` (a prompt, or a prompt and output) is past its
+    reasoning: the reasoning field closed, or another field begun; False while reasoning is
+    open or may still open."""
+    if "reasoning_content" not in compiled.template.get("fields", {}):
+        return True
+    parser = compiled.parser(prefix=text, on_malformed="event")
+    return _ended(parser.initial_events, None) is True
+
+
+def _ended(events: Iterable[dict], state: bool | None) -> bool | None:
+    """Follow events: True once reasoning ended, False inside reasoning, None before either."""
+    for event in events:
+        kind, field = event.get("type"), event.get("field")
+        if field == "reasoning_content":
+            if kind == "region_open":
+                state = False
+            elif kind in ("region_close", "region_malformed"):
+                state = True
+        elif state is not True and kind in ("region_open", "region_chunk") and field is not None:
+            if kind == "region_chunk" and not str(event.get("text", "")).strip():
+                continue
+            if state is None or kind == "region_open":
+                state = True
+    return state
+
+
+class RespcReasoningParser(ReasoningParser):
+    """The ``respc`` reasoning parser: where reasoning ends (for structured outputs and the
+    server), and, on its own, reasoning and content from the output. Served together with
+    the ``respc`` tool parser, :class:`RespcParser` parses the output once for both."""
+
+    def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(tokenizer, *args, **kwargs)
+        self.compiled = template_for(tokenizer)
+        self._prefix = ""
+        self._stream: _Stream | None = None
+
+    def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        return _reasoning_ended(self.compiled, decode(self.model_tokenizer, input_ids))
+
+    def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Iterable[int]) -> bool:
+        return self.is_reasoning_end(input_ids)
+
+    def extract_content_ids(self, input_ids: list[int]) -> list[int]:
+        """The ids after the reasoning of the current turn ends (all of them when it ended
+        in the prompt, none while it goes on): from the token where its closer ends."""
+        if "reasoning_content" not in self.compiled.template.get("fields", {}):
+            return list(input_ids)
+        parser = self.compiled.parser(prefix=self._prefix, spans=True, on_malformed="event")
+        if _ended(parser.initial_events, None) is True:
+            return list(input_ids)
+        at = len(type(parser).cut_prefix(self._prefix)) if self._prefix else 0
+        ends = []  # each token's end in the parser's input
+        state = None
+        for k, token in enumerate(input_ids):
+            text = decode(self.model_tokenizer, [token])
+            at += len(text)
+            ends.append(at)
+            events = parser.feed(text)
+            state = _ended(events, state)
+            if state is True:
+                close = next((e["end"] for e in events if e.get("field") == "reasoning_content" and "end" in e and e["type"] != "region_chunk"), None)
+                first = k + 1 if close is None else next((j for j, end in enumerate(ends) if end > close), k + 1)
+                return list(input_ids[first:])
+        return []
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        self._prefix = decode(self.model_tokenizer, prompt_token_ids)
+        self._stream = None
+
+    @property
+    def reasoning_start_str(self) -> str | None:
+        return None
+
+    @property
+    def reasoning_end_str(self) -> str | None:
+        return None
+
+    def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
+        message = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), None)
+        return message.get(_REASONING), message.get("content")
+
+    def extract_reasoning_streaming(
+        self,
+        previous_text: str,
+        current_text: str,
+        delta_text: str,
+        previous_token_ids: Sequence[int],
+        current_token_ids: Sequence[int],
+        delta_token_ids: Sequence[int],
+    ) -> DeltaMessage | None:
+        if self._stream is None or not previous_text:
+            self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, None, parse_tools=False)
+        return self._stream.feed(delta_text)
+
+
+class RespcToolParser(ToolParser):
+    """The ``respc`` tool parser. Served with vLLM's unified ``Parser``,
+    :class:`RespcParser` does the work (and keeps this parser's ``prev_tool_call_arr`` /
+    ``streamed_args_for_tool`` as what it sent); on its own it parses the text it is given
+    after the prompt it was told (``set_prompt_token_ids``)."""
+
+    supports_required_and_named = False  # respc parses the model's own format, never a JSON list
+
+    def __init__(self, tokenizer: Any, tools: Any = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(tokenizer, tools)
+        self.compiled = template_for(tokenizer)
+        self.request_tools = tools
+        self._prefix = ""
+        self._stream: _Stream | None = None
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        self._prefix = decode(self.model_tokenizer, prompt_token_ids)
+        self._stream = None
+
+    def adjust_request(self, request: Any) -> Any:
+        return _adjust(self.compiled, self.model_tokenizer, self._prefix, request, tool_parser=True)
+
+    def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
+        tools = _tool_dicts(getattr(request, "tools", None) or self.request_tools)
+        message = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), tools)
+        calls = [
+            ToolCall(id=call["id"], type="function", function=FunctionCall(**call["function"]))
+            for call in message.get("tool_calls") or []
+        ]
+        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=message.get("content"))
+
+    def extract_tool_calls_streaming(
+        self,
+        previous_text: str,
+        current_text: str,
+        delta_text: str,
+        previous_token_ids: Sequence[int],
+        current_token_ids: Sequence[int],
+        delta_token_ids: Sequence[int],
+        request: Any,
+    ) -> DeltaMessage | None:
+        if self._stream is None or not previous_text:
+            tools = _tool_dicts(getattr(request, "tools", None) or self.request_tools)
+            self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, tools, tool_parser=self)
+        return self._stream.feed(delta_text)
+
+
+# --- adjust_request: special tokens and the grammar's guarantees -------------------------
+def _structured(request: Any, tag: dict, *, from_start: bool) -> None:
+    from vllm.sampling_params import StructuredOutputsParams
+
+    params = StructuredOutputsParams(structural_tag=json.dumps(tag))
+    if hasattr(request, "_parser_structured_outputs") and not hasattr(request, "response_format"):
+        request._parser_structured_outputs = params  # a Responses API request
+    else:
+        request.structured_outputs = params
+        if hasattr(request, "response_format"):
+            request.response_format = None
+    if from_start and hasattr(request, "_grammar_from_parser"):
+        request._grammar_from_parser = True  # the tag covers the reasoning too
+
+
+def _adjust(compiled: CompiledTemplate, tokenizer: Any, prefix: str, request: Any, *, tool_parser: bool) -> Any:
+    markers = special_markers(tokenizer, compiled)
+    if markers and hasattr(request, "skip_special_tokens"):
+        request.skip_special_tokens = False  # the format's markers are special tokens: keep them
+        if hasattr(request, "spaces_between_special_tokens"):
+            request.spaces_between_special_tokens = False
+    if not tool_parser:
+        return request
+    tools = _tool_dicts(getattr(request, "tools", None))
+    wanted = _guarantee(request, tools)
+    if wanted is None:
+        return request
+    from vllm.exceptions import VLLMValidationError
+
+    grammar = getattr(compiled, "grammar", None)
+    if grammar is None:
+        raise VLLMValidationError(
+            f"--tool-call-parser {NAME}: this respc has no template grammar (CompiledTemplate.grammar), "
+            f"so it cannot guarantee {wanted}; upgrade respc",
+            parameter="tool_choice",
+        )
+    choice = getattr(request, "tool_choice", None)
+    named = _named_tool(request)
+    try:
+        tag = grammar(
+            tools,
+            format="structural_tag",
+            tool_choice=named if named is not None else (choice if isinstance(choice, str) else "auto"),
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", True) is not False,
+            prefix=prefix,
+            special_tokens=markers or None,
+        )
+    except Exception as error:  # respc.GrammarUnsupported, a tool the grammar cannot take
+        raise VLLMValidationError(
+            f"--tool-call-parser {NAME}: cannot guarantee {wanted} for this template: {error}",
+            parameter="tool_choice",
+        ) from error
+    _structured(request, tag, from_start=True)
+    return request
+
+
+# --- the unified parser --------------------------------------------------------------------
+class RespcParser(Parser):
+    """One request's parser: the output parsed once, reasoning, content and tool calls, with
+    respc's DeltaParser (``parse_delta`` streams, ``parse`` the whole output)."""
+
+    reasoning_parser_cls = RespcReasoningParser
+    tool_parser_cls = RespcToolParser
+    always_adjust_request = True
+    _enable_auto_tools = True
+
+    def __init__(self, tokenizer: Any, tools: Any = None, *args: Any, enable_auto_tools: bool | None = None, **kwargs: Any):
+        self.compiled = template_for(tokenizer)
+        super().__init__(tokenizer, tools, *args, **kwargs)
+        if enable_auto_tools is not None:
+            self._enable_auto_tools = enable_auto_tools
+        self._tools = _tool_dicts(tools)
+        self._prompt_ids: list[int] | None = None
+        self._prefix = ""
+        self._stream: _Stream | None = None
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        ids = list(prompt_token_ids)
+        if ids == self._prompt_ids:
+            return
+        self._prompt_ids = ids
+        self._prefix = decode(self.model_tokenizer, ids)
+        self._stream = None
+        for split in (self._reasoning_parser, self._tool_parser):
+            if split is not None:
+                split._prefix = self._prefix
+
+    def adjust_request(self, request: Any) -> Any:
+        return _adjust(self.compiled, self.model_tokenizer, self._prefix, request, tool_parser=self._tool_parser is not None)
+
+    def is_reasoning_end(self, input_ids: list[int]) -> bool:
+        if self._reasoning_parser is None:
+            return True
+        return _reasoning_ended(self.compiled, decode(self.model_tokenizer, input_ids))
+
+    def _new_stream(self, request: Any, auto: bool) -> _Stream:
+        return _Stream(
+            self.compiled,
+            self.model_tokenizer,
+            self._prefix,
+            _tool_dicts(getattr(request, "tools", None)) or self._tools,
+            tool_parser=self._tool_parser,
+            parse_tools=self._tool_parser is not None and _tools_enabled(request, auto),
+        )
+
+    def _route(self, delta: DeltaMessage | None, request: Any) -> DeltaMessage | None:
+        """Reasoning without a reasoning parser is content; without tool parsing the calls
+        are dropped (vLLM's server does not show them)."""
+        if delta is None:
+            return None
+        if delta.reasoning and (self._reasoning_parser is None):
+            delta.content = delta.reasoning + (delta.content or "")
+            delta.reasoning = None
+        if delta.reasoning and not getattr(request, "include_reasoning", True):
+            delta.reasoning = None
+        if delta.reasoning is None and delta.content is None and not delta.tool_calls:
+            return None
+        return delta
+
+    def parse(
+        self,
+        model_output: str,
+        request: Any,
+        enable_auto_tools: bool = False,
+        model_output_token_ids: Sequence[int] = (),
+    ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
+        self._initialize_history_tool_call_cnt(request)
+        stream = self._new_stream(request, enable_auto_tools)
+        text = stream.restored(model_output, list(model_output_token_ids or ()))
+        stream.deltas.feed(text)
+        stream.deltas.finish(length=True)
+        message = stream.deltas.to_message()
+        reasoning, content = message.get(_REASONING), message.get("content")
+        if self._reasoning_parser is None and reasoning:
+            content, reasoning = reasoning + (content or ""), None
+        calls = None
+        if stream.parse_tools and message.get("tool_calls"):
+            calls = [FunctionCall(id=c["id"], **c["function"]) for c in message["tool_calls"]]
+        return reasoning, content, calls
+
+    def parse_delta(
+        self,
+        delta_text: str,
+        delta_token_ids: list[int],
+        request: Any,
+        prompt_token_ids: list[int] | None = None,
+        *,
+        finished: bool,
+    ) -> DeltaMessage | None:
+        self._initialize_history_tool_call_cnt(request)
+        if self._prompt_ids is None and prompt_token_ids is not None:
+            self.set_prompt_token_ids(prompt_token_ids)
+        if self._stream is None:
+            self._stream = self._new_stream(request, self._enable_auto_tools)
+        return self._route(self._stream.feed(delta_text, delta_token_ids, finished=finished), request)
+
+
+# --- registration ----------------------------------------------------------------------------
+_PATCHED = "_respc_compose"
+
+
+def _compose_with_respc() -> None:
+    """Make vLLM's ParserManager compose the ``respc`` parsers into :class:`RespcParser`
+    (vLLM's own composition would drive them one after the other, parsing twice)."""
+    try:
+        from vllm.parser.parser_manager import ParserManager
+    except ImportError:  # a vLLM without the unified Parser: the split parsers serve
+        return
+    original = ParserManager.__dict__.get("_compose_parser")
+    if original is None or getattr(original, _PATCHED, False):
+        return
+    compose = original.__func__
+
+    def _compose_parser(cls, *args, **kwargs):
+        names = {kwargs.get("tool_parser_name"), kwargs.get("reasoning_parser_name")}
+        if NAME not in names:
+            return compose(cls, *args, **kwargs)
+        reasoning_name = kwargs.get("reasoning_parser_name")
+        tool_name = kwargs.get("tool_parser_name")
+        reasoning_cls = ParserManager.get_reasoning_parser(reasoning_name) if reasoning_name else None
+        tool_cls = ParserManager.get_tool_parser(tool_name, kwargs.get("enable_auto_tools", False), kwargs.get("model_name"))
+        for chosen, flag in ((reasoning_cls, f"--reasoning-parser {reasoning_name}"), (tool_cls, f"--tool-call-parser {tool_name}")):
+            if chosen is not None and not issubclass(chosen, (RespcReasoningParser, RespcToolParser)):
+                raise TypeError(f"{flag} cannot be combined with the {NAME} parser: use {NAME} for both")
+        if reasoning_cls is None and tool_cls is None:
+            return None
+        tokenizer = kwargs.get("tokenizer")
+        if tokenizer is not None:
+            try:
+                template_for(tokenizer)
+            except Exception as error:
+                raise TypeError(str(error)) from error
+        return type(
+            "RespcParser",
+            (RespcParser,),
+            {
+                "reasoning_parser_cls": reasoning_cls,
+                "tool_parser_cls": tool_cls,
+                "_enable_auto_tools": bool(kwargs.get("enable_auto_tools", False)),
+            },
+        )
+
+    setattr(_compose_parser, _PATCHED, True)
+    ParserManager._compose_parser = classmethod(_compose_parser)
+
+
+def register() -> None:
+    """Register the ``respc`` tool and reasoning parsers with vLLM (idempotent). The
+    ``vllm.general_plugins`` entry point calls it in every vLLM process."""
+    ToolParserManager.tool_parsers[NAME] = RespcToolParser
+    ReasoningParserManager.reasoning_parsers[NAME] = RespcReasoningParser
+    _compose_with_respc()
+
+
+register()

@@ -1,0 +1,370 @@
+"""respc inside vLLM (respc.integrations.vllm), driven as vLLM's OpenAI chat server drives it.
+
+For every bundled family and each of its samples: the server's parser class from
+``ParserManager.get_parser(tool_parser_name="respc", reasoning_parser_name="respc", ...)``; a
+request parser that is told the prompt's token ids and adjusts the request (as the renderer
+does); then one parser per response, fed through vLLM's own ``ChatStreamProcessor`` one
+token per delta and four tokens per delta (speculative decoding), the stop token's text
+left out as vLLM's detokenizer leaves it out, the chunks accumulated by the ``openai``
+package's ``ChatCompletionStreamState``; and the non-streaming ``Parser.parse`` through
+``assemble_chat_message_fields``. Both must give respc's own message
+(``to_message(parse_response(...))``). The tokenizers are built here (tests/local_tokenizer.py).
+
+vLLM installs without its dependencies: ``pip install --no-deps -r tests/requirements-vllm.txt``
+(see docs/engines.md); without it these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from optional import needs
+
+needs("openai", "transformers", "vllm.parser")
+
+from local_tokenizer import families, samples, tokenizer_for
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.parser import ParserManager
+
+try:  # vLLM 0.33 streams and assembles through these; 0.32's serving.py does the same inline
+    from vllm.entrypoints.openai.chat_completion.message_assembly import assemble_chat_message_fields
+    from vllm.entrypoints.openai.chat_completion.stream_processor import ChatStreamProcessor
+except ImportError:
+    ChatStreamProcessor = assemble_chat_message_fields = None
+
+import respc
+from respc.integrations import vllm as plugin
+from respc.openai import to_message
+
+QUICK = ("qwen3", "gpt-oss", "deepseek-v3.1", "mistral-small-3.2", "qwen3-coder", "kimi-k2")
+
+
+def _cases(names):
+    out = []
+    for family in names:
+        for case in samples(family)["cases"]:
+            if not case.get("cut"):
+                out.append(pytest.param(family, case["name"], id=f"{family}-{case['name']}"))
+    return out
+
+
+def _tokenizer(family: str):
+    tok = tokenizer_for(family)
+    tok.response_template = respc.load(family).template
+    return tok
+
+
+def _case(family: str, name: str) -> tuple[dict, dict]:
+    data = samples(family)
+    return data, next(c for c in data["cases"] if c["name"] == name)
+
+
+def _stop_token(data: dict, case: dict, tools) -> str:
+    """The end token the model stops with: one the output ends with, else the first whose
+    text after the output leaves the message as it is (gpt-oss: <|call|> after a call)."""
+    ends = data.get("end_tokens") or []
+    for end in ends:
+        if case["output"].endswith(end):
+            return ""
+    want = respc.parse_response(case["output"], data["family"], prefix=case["prefix"], tools=tools)
+    calls = [e for e in ends if "call" in e] if want.get("tool_calls") else []
+    for end in calls + ends:
+        if respc.parse_response(case["output"] + end, data["family"], prefix=case["prefix"], tools=tools) == want:
+            return end
+    return ""
+
+
+def _server(family: str, auto: bool = True):
+    tok = _tokenizer(family)
+    parser_cls = ParserManager.get_parser(
+        tool_parser_name="respc",
+        reasoning_parser_name="respc",
+        enable_auto_tools=auto,
+        model_name=family,
+        tokenizer=tok,
+    )
+    return tok, parser_cls
+
+
+def _request(tools, **extra) -> ChatCompletionRequest:
+    return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools, **extra)
+
+
+def _render(tok, parser_cls, request, prompt_ids):
+    """What vLLM's OnlineRenderer does with the parser before generating."""
+    parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
+    parser.set_prompt_token_ids(prompt_ids)
+    return parser.adjust_request(request=request)
+
+
+def _stream(tok, parser_cls, request, prompt_ids, output_ids, stop: bool, per_delta: int) -> dict:
+    parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=parser_cls) if ChatStreamProcessor else None
+    state = ChatCompletionStreamState()
+    reasoning = []
+    for start in range(0, len(output_ids), per_delta):
+        ids = output_ids[start : start + per_delta]
+        last = start + per_delta >= len(output_ids)
+        text_ids = ids[:-1] if (last and stop) else ids  # vLLM leaves the stop token's text out
+        text = "".join(tok.decode([i], skip_special_tokens=False) for i in text_ids)
+        if processor is not None:
+            step = processor.step(text, list(ids), "stop" if last else None, list(prompt_ids))
+            delta, finish_reason = step.delta, step.finish_reason
+        else:  # vLLM 0.32's serving.py: parse_delta per chunk, calls kept with tools and auto
+            delta = parser.parse_delta(text, list(ids), request, list(prompt_ids), finished=last)
+            if delta is not None and delta.tool_calls and not request.tools:
+                delta.tool_calls = []
+            finish_reason = "stop" if last else None
+        if delta is None and finish_reason is None:
+            continue
+        delta = delta.model_dump(exclude_none=True) if delta is not None else {}
+        if delta.get("reasoning"):
+            reasoning.append(delta["reasoning"])
+        chunk = {
+            "id": "chatcmpl-x",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    message = state.get_final_completion().choices[0].message
+    return {
+        "content": message.content or None,
+        "reasoning": "".join(reasoning) or None,
+        "tool_calls": [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []],
+    }
+
+
+def _whole(tok, parser_cls, request, prompt_ids, output_ids, stop: bool) -> dict:
+    parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
+    parser.set_prompt_token_ids(prompt_ids)
+    text_ids = output_ids[:-1] if stop else output_ids
+    text = tok.decode(text_ids, skip_special_tokens=False)
+    reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=output_ids)
+    if assemble_chat_message_fields is None:  # vLLM 0.32: serving.py keeps calls with tools and auto
+        calls = [c for c in calls or [] if request.tools]
+        return {
+            "content": content or None,
+            "reasoning": reasoning or None,
+            "tool_calls": [(c.name, json.loads(c.arguments)) for c in calls],
+        }
+    fields = assemble_chat_message_fields(request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
+    return {
+        "content": fields.content or None,
+        "reasoning": fields.reasoning or None,
+        "tool_calls": [(c.function.name, json.loads(c.function.arguments)) for c in fields.tool_calls],
+    }
+
+
+def _expected(family: str, case: dict, tools) -> dict:
+    """respc's own message; without tools in the request vLLM's server returns no calls
+    (tool_choice is "none"), so a call the model writes anyway is not in it."""
+    message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools))
+    calls = message.get("tool_calls") or [] if tools else []
+    return {
+        "content": message.get("content") or None,
+        "reasoning": message.get("reasoning_content") or None,
+        "tool_calls": [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls],
+    }
+
+
+def _check(family: str, name: str) -> None:
+    data, case = _case(family, name)
+    tools = data["tools"] if case.get("tools", True) else None
+    tok, parser_cls = _server(family)
+    assert parser_cls is not None and issubclass(parser_cls, plugin.RespcParser)
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    stop = _stop_token(data, case, tools)
+    output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
+    want = _expected(family, case, tools)
+    request = _render(tok, parser_cls, _request(tools, stream=True), prompt_ids)
+    assert request.skip_special_tokens is False  # the format's markers are special tokens here
+    has_stop = bool(stop) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
+    for per_delta in (1, 4):
+        got = _stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, per_delta)
+        assert got == want, (family, name, per_delta, got, want)
+    got = _whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop)
+    assert got == want, (family, name, "whole", got, want)
+
+
+@pytest.mark.parametrize("family,name", _cases(QUICK))
+def test_quick_families_through_vllm(family, name):
+    _check(family, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,name", _cases([f for f in families() if f not in QUICK]))
+def test_every_family_through_vllm(family, name):
+    _check(family, name)
+
+
+def test_registered_names():
+    from vllm.reasoning import ReasoningParserManager
+    from vllm.tool_parsers import ToolParserManager
+
+    assert ToolParserManager.get_tool_parser("respc") is plugin.RespcToolParser
+    assert ReasoningParserManager.get_reasoning_parser("respc") is plugin.RespcReasoningParser
+    plugin.register()  # idempotent
+    _, parser_cls = _server("qwen3")
+    assert parser_cls.tool_parser_cls is plugin.RespcToolParser
+    assert parser_cls.reasoning_parser_cls is plugin.RespcReasoningParser
+    # another pair still composes as vLLM composes it
+    other = ParserManager.get_parser(reasoning_parser_name="deepseek_r1")
+    assert not issubclass(other, plugin.RespcParser)
+
+
+def test_template_from_the_environment(monkeypatch):
+    fresh = tokenizer_for("hermes3", extra="env")
+    fresh.__dict__.pop("_respc_template", None)
+    fresh.response_template = None
+    monkeypatch.delenv("RESPC_TEMPLATE", raising=False)
+    if getattr(respc, "for_model", None) is None:
+        with pytest.raises(TypeError, match="RESPC_TEMPLATE"):
+            ParserManager.get_parser(tool_parser_name="respc", reasoning_parser_name="respc", enable_auto_tools=True, tokenizer=fresh)
+    monkeypatch.setenv("RESPC_TEMPLATE", "hermes3")
+    parser_cls = ParserManager.get_parser(tool_parser_name="respc", enable_auto_tools=True, tokenizer=fresh)
+    assert parser_cls(fresh).compiled.hash == respc.load("hermes3").hash
+
+
+def test_thinking_field_streams_as_reasoning():
+    template = json.loads(json.dumps(respc.load("qwen3").template))
+    template["fields"] = {("thinking" if k == "reasoning_content" else k): v for k, v in template["fields"].items()}
+    tok = tokenizer_for("qwen3", extra="thinking")
+    tok.response_template = template
+    tok.__dict__.pop("_respc_template", None)
+    parser_cls = ParserManager.get_parser(tool_parser_name="respc", reasoning_parser_name="respc", enable_auto_tools=True, tokenizer=tok)
+    data, case = _case("qwen3", "reasoning_answer")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    got = _stream(tok, parser_cls, _request(data["tools"], stream=True), prompt_ids, output_ids, True, 4)
+    assert got == _expected("qwen3", case, data["tools"]) and got["reasoning"]
+
+
+def test_stripped_stop_token_closes_the_call():
+    """gpt-oss stops at <|call|>: vLLM leaves its text out, the plugin puts it back."""
+    data, case = _case("gpt-oss", "recipient_first_no_reasoning")
+    tok, parser_cls = _server("gpt-oss")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|call|>", add_special_tokens=False)
+    request = _request(data["tools"], stream=True)
+    got = _stream(tok, parser_cls, request, prompt_ids, output_ids, True, 1)
+    assert got["tool_calls"] == [("get_weather", {"city": "Paris", "days": 3})]
+    parser = parser_cls(tok, request.tools)
+    parser.set_prompt_token_ids(prompt_ids)
+    _, _, calls = parser.parse(tok.decode(output_ids[:-1], skip_special_tokens=False), request, True, output_ids)
+    assert [c.name for c in calls] == ["get_weather"]
+
+
+def test_tool_parser_state_is_what_was_sent():
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tok, parser_cls = _server("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    parser = parser_cls(tok, data["tools"])
+    request = _request(data["tools"], stream=True)
+    sent: dict[int, str] = {}
+    for k in range(0, len(output_ids), 4):
+        ids = output_ids[k : k + 4]
+        last = k + 4 >= len(output_ids)
+        text = "".join(tok.decode([i], skip_special_tokens=False) for i in (ids[:-1] if last else ids))
+        delta = parser.parse_delta(text, ids, request, prompt_ids, finished=last)
+        for call in (delta.tool_calls if delta else []):
+            sent[call.index] = sent.get(call.index, "") + (call.function.arguments or "")
+    tool = parser.tool_parser
+    assert tool.streamed_args_for_tool == [sent[0]]
+    assert json.loads(tool.prev_tool_call_arr[0]["arguments"]) == {"city": "Paris", "days": 3}
+    assert tool.prev_tool_call_arr[0]["name"] == "get_weather"
+    assert tool.get_remaining_unstreamed_args() == ""
+
+
+def test_reasoning_end_looks_at_the_current_turn():
+    tok, parser_cls = _server("qwen3")
+    _, case = _case("qwen3", "reasoning_answer")
+    parser = parser_cls(tok, None)
+    history = case["prefix"].replace(
+        "<|im_start|>user\n", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\nx\n</think>\n\nhello<|im_end|>\n<|im_start|>user\n", 1
+    )
+    assert not parser.is_reasoning_end(tok.encode(history, add_special_tokens=False))  # the old </think> is history
+    assert not parser.is_reasoning_end(tok.encode(case["prefix"] + "<think>\n", add_special_tokens=False))
+    assert parser.is_reasoning_end(tok.encode(case["prefix"] + "<think>\nx\n</think>\n\n", add_special_tokens=False))
+    reasoning = parser.reasoning_parser
+    reasoning.set_prompt_token_ids(tok.encode(case["prefix"], add_special_tokens=False))
+    out = tok.encode("<think>\nhm\n</think>\n\nParis", add_special_tokens=False)
+    assert tok.decode(reasoning.extract_content_ids(out)) == "\n\nParis"
+
+
+@pytest.mark.parametrize("ask", ["required", "named", "strict", "single"])
+def test_guarantees_get_the_template_grammar(ask):
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tools = json.loads(json.dumps(data["tools"]))
+    extra: dict = {}
+    if ask == "required":
+        extra["tool_choice"] = "required"
+    elif ask == "named":
+        extra["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
+    elif ask == "strict":
+        tools[0]["function"]["strict"] = True
+    else:
+        extra["parallel_tool_calls"] = False
+    tok, parser_cls = _server("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    request = _request(tools, **extra)
+    if not hasattr(respc.CompiledTemplate, "grammar"):
+        from vllm.exceptions import VLLMValidationError
+
+        with pytest.raises(VLLMValidationError, match="grammar"):
+            _render(tok, parser_cls, request, prompt_ids)
+        pytest.skip("this respc has no CompiledTemplate.grammar (the grammar issue): the guarantee is refused, as checked")
+    request = _render(tok, parser_cls, request, prompt_ids)
+    tag = json.loads(request.structured_outputs.structural_tag)
+    assert tag == respc.load("qwen3").grammar(
+        tools,
+        format="structural_tag",
+        tool_choice="get_weather" if ask == "named" else ("required" if ask == "required" else "auto"),
+        parallel_tool_calls=ask != "single",
+        prefix=case["prefix"],
+        special_tokens=plugin.special_markers(tok, respc.load("qwen3")),
+    )
+    assert request.response_format is None
+    assert request.resolve_reasoning_ended(parser_cls(tok, tools), prompt_ids) is True
+    from vllm.parser.abstract_parser import structured_outputs_to_format
+
+    assert structured_outputs_to_format(request.structured_outputs) is not None  # xgrammar's model takes it
+
+
+@pytest.mark.slow
+def test_installing_respc_is_enough():
+    """vLLM's own plugin loader (every vLLM process runs it) finds the entry point and registers both parsers."""
+    import subprocess
+    import sys
+
+    code = (
+        "from vllm.plugins import load_general_plugins; load_general_plugins(); "
+        "from vllm.tool_parsers import ToolParserManager; from vllm.reasoning import ReasoningParserManager; "
+        "print(ToolParserManager.get_tool_parser('respc').__name__, ReasoningParserManager.get_reasoning_parser('respc').__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.stdout.split() == ["RespcToolParser", "RespcReasoningParser"], out.stderr[-2000:]
+
+
+def test_split_parsers_on_their_own():
+    """The registered classes used one at a time (as vLLM's DelegatingParser or its
+    structured-output reasoner would): whole outputs as respc parses them."""
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tok = _tokenizer("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    want = _expected("qwen3", case, data["tools"])
+    request = _request(data["tools"])
+    tool = plugin.RespcToolParser(tok, request.tools)
+    tool.set_prompt_token_ids(prompt_ids)
+    info = tool.extract_tool_calls(case["output"], request)
+    assert info.tools_called and [(c.function.name, json.loads(c.function.arguments)) for c in info.tool_calls] == want["tool_calls"]
+    reasoning = plugin.RespcReasoningParser(tok)
+    reasoning.set_prompt_token_ids(prompt_ids)
+    assert reasoning.extract_reasoning(case["output"], request)[0] == want["reasoning"]
+    assert not reasoning.is_reasoning_end(prompt_ids + tok.encode("<think>\nhm", add_special_tokens=False))
+    assert reasoning.is_reasoning_end(tok.encode(case["prefix"] + case["output"], add_special_tokens=False))
