@@ -36,6 +36,8 @@ from .api import (  # noqa: E402
 )
 from . import ray  # noqa: E402  (Ray Data helpers; imports no `ray` package)
 from .batch import BatchError, RowError, parse_batch  # noqa: E402
+from .chat.detect import detect  # noqa: E402  (a chat template's bundled family)
+from .chat.model import for_model, from_pretrained  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
 from .runtime.base import PrefixWarning, RegexTimeout  # noqa: E402
@@ -70,6 +72,9 @@ __all__ = [
     "TemplateWarning",
     "bundled_templates",
     "compile_template",
+    "detect",
+    "for_model",
+    "from_pretrained",
     "get_response_parser",
     "load",
     "parse_batch",

@@ -1,0 +1,235 @@
+"""Which bundled family's format a chat template writes (``respc.detect``).
+
+The chat template renders probe conversations (``probes.base_probes``); each bundled template
+whose start anchor occurs in the probes' prompts (a cheap pre-filter) parses every rendered
+assistant turn with the render before it as prefix, and fits when each applicable probe gives
+back the probe's message. Of several that fit, the one whose own samples' prompts the chat template
+reproduces best wins (the family whose chat template this is), then the stricter template (longer
+delimiters).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import warnings
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from . import probes as _probes
+from .render import ChatTemplate
+
+
+@dataclass
+class DetectResult:
+    """What detect found: ``family`` (None when none fits), the families that fit, for each
+    candidate that did not the probes it failed, and the probes that did not apply."""
+
+    family: str | None
+    fitting: list = field(default_factory=list)
+    failures: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
+    probes: list = field(default_factory=list)
+
+    def explain(self) -> str:
+        lines = []
+        if self.family:
+            lines.append(f"{self.family}" + (f" (also fit: {', '.join(f for f in self.fitting if f != self.family)})" if len(self.fitting) > 1 else ""))
+            return "\n".join(lines)
+        if not self.probes:
+            lines.append("no probe could be rendered: " + "; ".join(f"{k}: {v}" for k, v in self.skipped.items()))
+            return "\n".join(lines)
+        lines.append(f"no bundled family fits ({len(self.probes)} probes rendered)")
+        ranked = sorted(self.failures.items(), key=lambda kv: len(kv[1]))[:5]
+        for family, failed in ranked:
+            lines.append(f"  {family}: fails {', '.join(name for name, _ in failed)}")
+        if not self.failures:
+            lines.append("  no bundled template's start anchor occurs in the rendered prompts")
+        return "\n".join(lines)
+
+
+@lru_cache(maxsize=None)
+def _families() -> tuple:
+    """(name, compiled template, anchor test) of every bundled template."""
+    from ..api import bundled_templates, load
+
+    out = []
+    for name in bundled_templates():
+        compiled = load(name)
+        template = compiled.template
+        if "start_anchor_pattern" in template:
+            rx = re.compile(template["start_anchor_pattern"])
+            test = rx.search
+        elif "start_anchor" in template:
+            anchors = template["start_anchor"]
+            anchors = [anchors] if isinstance(anchors, str) else list(anchors)
+            test = lambda text, anchors=tuple(anchors): any(a in text for a in anchors)  # noqa: E731
+        else:
+            test = lambda text: True  # noqa: E731
+        out.append((name, compiled, test))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def samples(name: str) -> dict | None:
+    try:
+        path = resources.files("respc.templates").joinpath("samples", f"{name}.json")
+        return json.loads(path.read_text("utf-8"))
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+
+
+def _strictness(template: dict) -> int:
+    total = 0
+    for spec in template.get("fields", {}).values():
+        for key in ("open", "close", "open_pattern", "close_pattern"):
+            value = spec.get(key)
+            if isinstance(value, list):
+                value = "".join(value)
+            if isinstance(value, str):
+                total += len(re.sub(r"\\.|[\[\]()?*+|{}^$]", "", value))
+    return total
+
+
+def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
+    """How alike the chat template's prompt (with the family's sample tools) and the family's
+    sample prompts are (difflib's ratio over their last 4,000 characters)."""
+    data = samples(name)
+    if not data or not data.get("cases"):
+        return 0.0
+    rendered = chat.render([_probes.USER], tools=data.get("tools") or _probes.TOOLS, add_generation_prompt=True) or ""
+    best = 0.0
+    for case in data["cases"][:2]:
+        prefix = case.get("prefix", "")
+        if prefix:
+            best = max(best, difflib.SequenceMatcher(None, rendered[-4000:], prefix[-4000:], autojunk=False).ratio())
+    return best
+
+
+def _unused_fields(template: dict, rendered: list) -> int:
+    shown = set()
+    for item in rendered:
+        shown.update(item.expected)
+    return sum(1 for key in template.get("fields", {}) if key not in shown and key in ("reasoning_content", "tool_calls"))
+
+
+def render_all(chat: ChatTemplate, probe_list=None) -> tuple[list, dict]:
+    rendered, skipped = [], {}
+    for probe in probe_list if probe_list is not None else _probes.base_probes():
+        result = _probes.render_probe(chat, probe)
+        if isinstance(result, str):
+            skipped[probe.name] = result
+        else:
+            rendered.append(result)
+    return rendered, skipped
+
+
+@lru_cache(maxsize=None)
+def reasoning_close(name: str) -> str | None:
+    """What the family writes between its reasoning and its answer, from its samples (to stand
+    in for a reasoning close that a chat template pre-opens but never renders)."""
+    data = samples(name) or {}
+    for case in data.get("cases", []):
+        want = case.get("expected", {})
+        r, c, out = want.get("reasoning_content"), want.get("content"), case.get("output", "")
+        if isinstance(r, str) and isinstance(c, str) and r and c and r in out and c in out:
+            i, j = out.index(r) + len(r), out.rindex(c)
+            if i < j:
+                return out[i:j]
+    return None
+
+
+def _opens_reasoning(compiled, prefix: str) -> bool:
+    try:
+        events = compiled.parser(prefix=prefix).initial_events
+    except Exception:  # noqa: BLE001
+        return False
+    depth = 0
+    for event in events or ():
+        if event.get("field") == "reasoning_content":
+            depth += {"region_open": 1, "region_close": -1}.get(event.get("type"), 0)
+    return depth > 0
+
+
+def parses_all(compiled, rendered: list, stop_at_first: bool = True, name: str | None = None) -> list:
+    """The probes (name, why) that ``compiled`` does not round-trip.
+
+    Where the prompt leaves the family's reasoning open and the turn's render has no reasoning
+    (a chat template that pre-opens reasoning and drops it from the history), the probe's
+    reasoning and the family's own reasoning close (from its samples) stand in front of the
+    rendered turn."""
+    failed = []
+    for item in rendered:
+        why = _round_trip(compiled, item.output, item.prefix, item.expected)
+        if why and "reasoning_content" not in item.expected and name and _opens_reasoning(compiled, item.prefix):
+            close = reasoning_close(name)
+            if close is not None:
+                expected = {"reasoning_content": _probes.REASONING, **item.expected}
+                why = _round_trip(compiled, _probes.REASONING + close + item.output, item.prefix, expected)
+        if why:
+            failed.append((item.probe.name, why))
+            if stop_at_first:
+                break
+    return failed
+
+
+def _round_trip(compiled, output: str, prefix: str, expected: dict) -> str | None:
+    """None when ``compiled`` parses ``output`` to ``expected``, else what it gave."""
+    try:
+        parsed = compiled.parse(output, prefix=prefix, tools=_probes.TOOLS)
+    except Exception as exc:  # noqa: BLE001  (a probe the template cannot parse fails the family)
+        return f"{type(exc).__name__}: {exc}"
+    if not _probes.matches(parsed, expected):
+        return f"got {_probes.normalize(parsed)}, want {expected}"
+    return None
+
+
+def as_chat_template(chat_template, bos_token: str = "", eos_token: str = "") -> ChatTemplate:
+    if isinstance(chat_template, ChatTemplate):
+        return chat_template
+    return ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
+
+
+def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", all_failures: bool = False) -> DetectResult:
+    """Detect with the whole story (see DetectResult)."""
+    chat = as_chat_template(chat_template, bos_token, eos_token)
+    rendered, skipped = render_all(chat)
+    result = DetectResult(None, skipped=skipped, probes=[r.probe.name for r in rendered])
+    if not rendered:
+        return result
+    prompts = "\n".join(r.prefix[-400:] for r in rendered)
+    for name, compiled, test in _families():
+        if not test(prompts):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a prefix without the anchor is a failure to report, not to warn of
+            failed = parses_all(compiled, rendered, stop_at_first=not all_failures, name=name)
+        if failed:
+            result.failures[name] = failed
+        else:
+            result.fitting.append(name)
+    if result.fitting:
+        if len(result.fitting) == 1:
+            result.family = result.fitting[0]
+        else:
+            by_name = {name: compiled for name, compiled, _ in _families()}
+            result.family = max(
+                result.fitting,
+                key=lambda n: (
+                    -_unused_fields(by_name[n].template, rendered),
+                    round(_prompt_likeness(chat, n), 2),
+                    _strictness(by_name[n].template),
+                    n,
+                ),
+            )
+    return result
+
+
+def detect(chat_template, *, bos_token: str = "", eos_token: str = "") -> str | None:
+    """The bundled family whose format ``chat_template`` (its jinja text) writes, or None.
+
+    A family fits when it parses every probe conversation the chat template renders back to the
+    probe's message; ``detect_report`` says which probes failed where none fits."""
+    return detect_report(chat_template, bos_token=bos_token, eos_token=eos_token).family

@@ -1,0 +1,111 @@
+"""respc.detect, respc.for_model and `respc detect` on chat templates written for these tests."""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import chat_templates as C  # noqa: E402
+
+import respc  # noqa: E402
+from respc.chat import probes  # noqa: E402
+from respc.chat.detect import detect_report  # noqa: E402
+from respc.chat.render import ChatTemplate, ChatTemplateError  # noqa: E402
+from respc.cli import main  # noqa: E402
+
+
+def test_render_like_transformers():
+    chat = ChatTemplate(
+        "{{ bos_token }}{{ messages[0].content | tojson }}{% generation %}[{{ strftime_now('%Y') }}]{% endgeneration %}"
+        "{% for x in [1, 2, 3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}"
+        "{{ messages[0].thinking }}",
+        bos_token="<s>",
+    )
+    text = chat.render([{"role": "user", "content": "Zürich", "reasoning_content": "r"}])
+    assert text.startswith('<s>"Zürich"[20') and text.endswith("]1r")  # ensure_ascii=False, loop controls, aliasing
+
+
+def test_render_that_raises_is_none():
+    chat = ChatTemplate(C.RAISES_ON_TOOLS)
+    assert chat.render([probes.USER], tools=probes.TOOLS) is None
+    assert "does not support tools" in chat.last_error
+    assert chat.render([probes.USER]) is not None
+
+
+def test_bad_jinja_names_the_line():
+    with pytest.raises(ChatTemplateError, match="line 1"):
+        ChatTemplate("{% for %}")
+
+
+def test_chatml_json_calls_detects_a_family_that_round_trips():
+    family = respc.detect(C.CHATML_JSON)
+    assert family is not None
+    chat = ChatTemplate(C.CHATML_JSON)
+    item = probes.render_probe(chat, probes.base_probes()[5])  # two calls
+    parsed = respc.load(family).parse(item.output, prefix=item.prefix, tools=probes.TOOLS)
+    assert [c["function"]["name"] for c in parsed["tool_calls"]] == ["get_weather", "get_time"]
+
+
+def test_tagged_xml_parameters_detect_a_tagged_family():
+    family = respc.detect(C.TAGGED_XML)
+    assert family is not None
+    assert respc.load(family).template["fields"]["tool_calls"]["content"] == "xml-inline"
+
+
+def test_no_family_fits_says_why():
+    result = detect_report(C.PYTHONIC)
+    assert result.family is None
+    assert "no bundled" in result.explain()
+
+
+def test_template_that_raises_on_tools_skips_those_probes():
+    result = detect_report(C.RAISES_ON_TOOLS)
+    assert "the prompt raises" in result.skipped["call"]
+    assert "answer_no_tools" in result.probes
+
+
+def test_stricter_family_wins_a_tie():
+    # every ChatML family parses a content-only reply; the template that reads no reasoning or
+    # calls the chat template never renders is not taken over one that does
+    result = detect_report(C.NO_TOOLS)
+    assert len(result.fitting) > 1 and result.family in result.fitting
+
+
+def test_for_model_prefers_the_shipped_response_template(tmp_path):
+    template = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"content": "text"}}}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": C.CHATML_JSON, "response_template": template}))
+    assert respc.for_model(str(tmp_path)).template == template
+
+
+def test_for_model_detects_from_chat_template_jinja(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": {"content": "<|im_end|>"}}))
+    (tmp_path / "chat_template.jinja").write_text(C.CHATML_JSON)
+    report = []
+    compiled = respc.for_model(str(tmp_path), report=report)
+    assert compiled.name == respc.detect(C.CHATML_JSON)
+    assert "detected" in report[0]
+
+
+def test_for_model_reads_a_tokenizer_object():
+    class Tok:
+        chat_template = C.CHATML_JSON
+        bos_token, eos_token = None, "<|im_end|>"
+
+    assert respc.for_model(Tok()).name == respc.detect(C.CHATML_JSON)
+
+
+def test_cli_detect(tmp_path, capsys):
+    path = tmp_path / "t.jinja"
+    path.write_text(C.CHATML_JSON)
+    assert main(["detect", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == respc.detect(C.CHATML_JSON)
+    path.write_text(C.PYTHONIC)
+    assert main(["detect", str(path)]) == 1
+    assert "no bundled family fits" in capsys.readouterr().err
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": C.CHATML_JSON}))
+    assert main(["detect", str(config)]) == 0
+    assert main(["detect", str(tmp_path / "missing.jinja")]) == 2
