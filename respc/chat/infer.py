@@ -159,7 +159,7 @@ class _Infer:
                 "close_pattern": lit(close),
                 "content": "text",
             }
-            if open_ in gen and gen.index(open_) < len(anchor):
+            if open_ in gen and gen.index(open_) <= len(anchor):
                 pre_open = gen[gen.index(open_):]
                 anchor = gen[: gen.index(open_)]
                 self.say(f"the generation prompt pre-opens the reasoning ({pre_open!r})")
@@ -185,18 +185,23 @@ class _Infer:
         else:
             spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
             if end:
-                tail = (r"(?:" + outer_close + r"\s*)?") if outer_close else ""
-                spec["close_pattern"] = r"\s*" + tail + end + r"[\s\S]*"
+                # the marker closing the calls' section also ends the reply
+                spec["close_pattern"] = r"\s*" + (_one_of([outer_close] + ends) if outer_close else end) + r"[\s\S]*"
             fields["content"] = spec
         anchors = [anchor]
         turn = self.rendered.get("multi_turn")
-        if turn is not None and not turn.prefix.endswith(anchor) and pre_open is None:
+        if turn is not None and pre_open is None and not turn.prefix.rstrip().endswith(anchor.rstrip()):
             # the turn after a tool result starts after another marker (Mistral's [/TOOL_RESULTS])
             m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", turn.prefix)
             if m and m.group(0) not in anchors:
                 anchors.append(m.group(0))
                 self.say(f"start anchor after a tool result: {m.group(0)!r}")
-        template = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors, "defaults": {"role": "assistant"}, "fields": fields}
+        template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
+        if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
+            # thinking off: the generation prompt closes the reasoning right after the anchor
+            self.say(f"start anchor: with thinking off the generation prompt adds {reasoning[1]!r}")
+            template = {"start_anchor_pattern": _one_of([lit(a) for a in anchors]) + "(?:" + lit(reasoning[1]) + ")?"}
+        template.update({"defaults": {"role": "assistant"}, "fields": fields})
         if pre_open is None and anchor != anchor.rstrip():
             pass
         return template
@@ -290,8 +295,11 @@ class _Infer:
         if two_body is None or pos2 < 0 or pos2 < end1:
             return "", open_, close
         size = len(open_)
-        while size > 0 and not two_body[:pos2].endswith(open_[len(open_) - size:]):
-            size -= 1
+        while size > 0 and not (
+            two_body[:pos2].endswith(open_[len(open_) - size:])
+            and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
+        ):
+            size -= 1  # the longest end of the opening, starting where a token starts, before the second call
         inner = open_[len(open_) - size:].strip() if size else ""
         if not inner:
             return "", open_, close
@@ -437,7 +445,13 @@ class _Infer:
         if not pre:
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
         mid_rx = flex(mid)
-        if two_body is not None:
+        with_id = P.ID1 in mid
+        if with_id:
+            a, b = mid.split(P.ID1, 1)
+            # a model may leave the id out: the group then captures "" (a transform needs it defined)
+            mid_rx = r"(?:" + flex(a) + r")?(?P<id>[^\s\[\]<>{}\"]*)" + flex(b)
+            self.say(f"tool_calls: the id is written between the name and the arguments ({mid!r})")
+        elif two_body is not None:
             # a part between the name and the arguments that differs from call to call (an index)
             m2 = re.search(re.escape(P.TIME["function"]["name"]) + r"(.*?)\{", two_body, re.S)
             if m2 and m2.group(1) != mid:
@@ -453,6 +467,8 @@ class _Infer:
             "content_args": {"allow_non_json": True},
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
+        if with_id:
+            spec["transform"] = {"id": "{id}", **spec["transform"]}
         return spec, self._outer_close(two_body, post)
 
     def _pythonic(self, body, two_body):
@@ -509,9 +525,11 @@ class _Infer:
         pre = body[:n].strip()
         if not pre:
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
-        kv_rx = flex(kv.strip()) if kv.strip() else ""
+        kv_rx = flex(kv.strip()).replace("><", r">\s*<") if kv.strip() else ""  # tags a model may put on lines
         tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + r"\n?(?P<value>.*?)\n?" + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
-        outer, inner, _ = self._repeat_wrapper(pre, post, two_body)
+        end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
+        pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
+        outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + NAME + (flex(header) if header else "")
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: tagged parameters {tag_open!r} KEY {kv!r} VALUE {tag_close!r} in {pre!r} NAME {header!r} ... {post!r}")

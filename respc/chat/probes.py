@@ -180,7 +180,7 @@ def render_probe(chat, probe: Probe) -> Rendered | str:
         prefix, output = prompt, turn[len(prompt):]
     else:
         cut = common_prefix(prompt, turn)
-        while cut > 0 and not (prompt[cut - 1].isspace() or prompt[cut - 1] in ">]|}"):
+        while cut > 0 and not (prompt[cut - 1].isspace() or prompt[cut - 1] in ">]}"):
             cut -= 1  # cut where a token ends, not inside one ("<think>" against "<tool_call>")
         tail = prompt[cut:]
         rest = turn[cut:]
