@@ -190,7 +190,8 @@ class _Infer:
             fields["content"] = spec
         anchors = [anchor]
         turn = self.rendered.get("multi_turn")
-        if turn is not None and pre_open is None and not turn.prefix.rstrip().endswith(anchor.rstrip()):
+        if turn is not None and (anchor not in turn.prefix or P.TOOL_RESULT in turn.prefix[turn.prefix.rindex(anchor):]):
+            # the anchor does not start the turn after a tool result
             # the turn after a tool result starts after another marker (Mistral's [/TOOL_RESULTS])
             m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", turn.prefix)
             if m and m.group(0) not in anchors:

@@ -75,6 +75,7 @@ def call(name: str, arguments: dict, call_id: str | None = None) -> dict:
 
 WEATHER = call("get_weather", {"city": "Paris", "days": 3}, ID1)
 TIME = call("get_time", {"timezone": "Asia/Tokyo"}, ID2)
+TOOL_RESULT = "sunny, cloudy, rain"
 REASONING = "The user wants a forecast for Paris. I should call get_weather."
 ANSWER = "The capital of France is Paris."
 
@@ -93,7 +94,7 @@ def base_probes() -> list[Probe]:
     tool_turn = [
         USER,
         {"role": "assistant", "content": "", "tool_calls": [WEATHER]},
-        {"role": "tool", "tool_call_id": ID1, "name": "get_weather", "content": "sunny, cloudy, rain"},
+        {"role": "tool", "tool_call_id": ID1, "name": "get_weather", "content": TOOL_RESULT},
     ]
     probes = [
         Probe("answer", {"role": "assistant", "content": ANSWER}),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 _REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
@@ -49,7 +50,8 @@ def _environment():
     now = datetime.now()
 
     def strftime_now(fmt):
-        return now.strftime(fmt)  # one instant per environment: two renders of a probe differ only where it does
+        # one instant for every render here: two renders of a probe differ only where the probe does
+        return now.strftime(fmt)
 
     class Namespace(jinja2.utils.Namespace):
         def __init__(*args, **kwargs):  # noqa: N805  (jinja's Namespace signature)
@@ -97,6 +99,17 @@ def alias_reasoning(messages: list[dict]) -> list[dict]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _shared_environment():
+    return _environment()
+
+
+@lru_cache(maxsize=64)
+def _compile(source: str):
+    """The jinja template of ``source``, compiled once per process (as transformers caches it)."""
+    return _shared_environment().from_string(source)
+
+
 class ChatTemplate:
     """A compiled chat template with the special tokens it is rendered with.
 
@@ -109,7 +122,7 @@ class ChatTemplate:
         import jinja2
 
         try:
-            self.template = _environment().from_string(source)
+            self.template = _compile(source)
         except jinja2.exceptions.TemplateSyntaxError as exc:
             raise ChatTemplateError(f"chat_template: line {exc.lineno}: {exc.message}; fix the jinja syntax") from exc
         self.source = source
