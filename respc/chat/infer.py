@@ -62,6 +62,15 @@ def _common_suffix(a: str, b: str) -> str:
     return a[len(a) - n:] if n else ""
 
 
+def _namespaced(opening: str) -> str:
+    """``opening`` as a regex, a namespace right before the name (``functions.``) optional: models
+    write the bare name too."""
+    m = re.search(r"[A-Za-z_]\w*\.$", opening)
+    if m is None:
+        return flex(opening)
+    return flex(opening[: m.start()]) + "(?:" + lit(m.group(0)) + ")?"
+
+
 def _find_json(text: str, want) -> tuple[int, int, Any] | None:
     """The first span of ``text`` that is JSON for which ``want(value)`` holds."""
     decoder = json.JSONDecoder()
@@ -164,6 +173,12 @@ class _Infer:
                 anchor = gen[: gen.index(open_)]
                 self.say(f"the generation prompt pre-opens the reasoning ({pre_open!r})")
         content_open = before.strip()
+        empty = re.fullmatch(r"(<([^<>/\s]+)>)\s*(</\2>)", content_open)
+        if reasoning is None and empty:
+            # an empty reasoning block rendered before every answer
+            reasoning = empty.group(1), empty.group(3)
+            fields["reasoning_content"] = {"open_pattern": r"\s*" + lit(reasoning[0]), "close_pattern": lit(reasoning[1]), "content": "text"}
+            self.say(f"reasoning: an empty {content_open!r} is rendered before the answer")
         if reasoning is not None and content_open:
             # an empty reasoning block rendered before the content
             content_open = re.sub(r"^\s*(?:" + lit(reasoning[0]) + r")?\s*" + lit(reasoning[1]), "", before).strip()
@@ -186,7 +201,13 @@ class _Infer:
             spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
             if end:
                 # the marker closing the calls' section also ends the reply
-                spec["close_pattern"] = r"\s*" + (_one_of([outer_close] + ends) if outer_close else end) + r"[\s\S]*"
+                # the marker closing the calls' section, and a reasoning close written after the
+                # calls (a stray one: the reasoning already ended), end a piece of content
+                strays = [outer_close] if outer_close else []
+                if reasoning is not None and tool_field is not None:
+                    strays.append(lit(reasoning[1]))
+                turn_end = (end + r"[\s\S]*") if end else ""
+                spec["close_pattern"] = r"\s*" + (_one_of(strays + [turn_end]) if strays else turn_end)
             fields["content"] = spec
         anchors = [anchor]
         turn = self.rendered.get("multi_turn")
@@ -457,7 +478,7 @@ class _Infer:
             m2 = re.search(re.escape(P.TIME["function"]["name"]) + r"(.*?)\{", two_body, re.S)
             if m2 and m2.group(1) != mid:
                 mid_rx = re.sub(r"\d+", r"\\d+", flex(mid))
-        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + NAME + mid_rx
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + NAME + mid_rx
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
@@ -527,7 +548,7 @@ class _Infer:
         if not pre:
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
         kv_rx = flex(kv.strip()).replace("><", r">\s*<") if kv.strip() else ""  # tags a model may put on lines
-        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + r"\n?(?P<value>.*?)\n?" + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
+        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + (r"\n?" if kv.endswith("\n") else "") + r"(?P<value>.*?)" + (r"\n?" if between.startswith("\n") else "") + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
