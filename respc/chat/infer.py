@@ -113,9 +113,13 @@ class _Infer:
             if kwargs:
                 return None
             raise InferError(f"start anchor: the chat template raises on a one-message conversation ({self.chat.last_error})")
-        if not with_prompt.startswith(without):
-            return None
-        gen = with_prompt[len(without):]
+        if with_prompt.startswith(without):
+            gen = with_prompt[len(without):]
+        else:  # a template that ends a prompt without generation prompt with eos_token
+            cut = P.common_prefix(with_prompt, without)
+            while cut > 0 and not (with_prompt[cut - 1].isspace() or with_prompt[cut - 1] in ">]}"):
+                cut -= 1
+            gen = with_prompt[cut:]
         if not gen.strip():
             # no generation prompt: the assistant turn starts after the user turn's last marker
             m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", with_prompt)
