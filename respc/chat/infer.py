@@ -62,6 +62,15 @@ def _common_suffix(a: str, b: str) -> str:
     return a[len(a) - n:] if n else ""
 
 
+def _name_group(following: str) -> str:
+    """The function-name capture, up to the character the render writes after the name
+    (``[^>\\s]+`` before ``>``), or up to whitespace and markup when it writes none."""
+    first = following.lstrip()[:1] if not following[:1].isspace() else ""
+    if first and not first.isalnum() and first not in "_.-":
+        return "(?P<name>[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+)"
+    return NAME
+
+
 def _namespaced(opening: str) -> str:
     """``opening`` as a regex, a namespace right before the name (``functions.``) optional: models
     write the bare name too."""
@@ -482,7 +491,7 @@ class _Infer:
             m2 = re.search(re.escape(P.TIME["function"]["name"]) + r"(.*?)\{", two_body, re.S)
             if m2 and m2.group(1) != mid:
                 mid_rx = re.sub(r"\d+", r"\\d+", flex(mid))
-        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + NAME + mid_rx
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + _name_group(mid) + mid_rx
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
@@ -556,7 +565,7 @@ class _Infer:
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
-        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + NAME + (flex(header) if header else "")
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + (flex(header) if header else "")
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: tagged parameters {tag_open!r} KEY {kv!r} VALUE {tag_close!r} in {pre!r} NAME {header!r} ... {post!r}")
         spec = {
