@@ -59,6 +59,11 @@ PREOPEN_THINK = chatml(
     "{{- '<think>\\n' + (m.reasoning_content or '') + '\\n</think>\\n\\n' }}",
 )
 
+#: a reasoning model whose prompt pre-opens <think> and whose history drops the reasoning
+DROPS_REASONING = PREOPEN_THINK.replace(
+    "{{- '<think>\\n' + (m.reasoning_content or '') + '\\n</think>\\n\\n' }}", ""
+)
+
 #: no tool support: tool calls are never rendered, tools are ignored
 NO_TOOLS = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endfor %}
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"""
@@ -100,6 +105,7 @@ ALL = {
     "chatml_json": CHATML_JSON,
     "tagged_xml": TAGGED_XML,
     "preopen_think": PREOPEN_THINK,
+    "drops_reasoning": DROPS_REASONING,
     "no_tools": NO_TOOLS,
     "raises_on_tools": RAISES_ON_TOOLS,
     "json_list_ids": JSON_LIST_IDS,

@@ -20,7 +20,7 @@ from respc.chat.render import ChatTemplate  # noqa: E402
 from respc.cli import main  # noqa: E402
 from respc.compiler.lint import lint  # noqa: E402
 
-KINDS = ["chatml_json", "tagged_xml", "json_list_ids", "pythonic", "preopen_think", "no_tools", "raises_on_tools"]
+KINDS = ["chatml_json", "tagged_xml", "json_list_ids", "pythonic", "preopen_think", "drops_reasoning", "no_tools", "raises_on_tools"]
 
 
 def _parse(template, chat, message, history=None, **kwargs):
@@ -76,6 +76,18 @@ def test_pre_opened_reasoning_is_left_to_the_prefix():
     assert prompt.endswith("<think>\n")
     message = respc.compile_template(template).parse("Thinking.\n</think>\n\nHi.<|im_end|>", prefix=prompt)
     assert message["reasoning_content"] == "Thinking." and message["content"] == "Hi."
+
+
+def test_reasoning_dropped_from_history_is_closed_by_convention():
+    assert C.DROPS_REASONING.count("<think>") == 1  # only the generation prompt writes it
+    result = infer_report(C.DROPS_REASONING)
+    spec = result.template["fields"]["reasoning_content"]
+    assert spec["open_pattern"] == r"\s*<think>" and spec["close_pattern"].startswith("</think>")
+    assert any("by convention" in line for line in result.lines)
+    chat = ChatTemplate(C.DROPS_REASONING)
+    prompt = chat.render([probes.USER], add_generation_prompt=True)
+    message = respc.compile_template(result.template).parse("Hmm.\n</think>\n\nHi.<|im_end|>", prefix=prompt)
+    assert message["reasoning_content"] == "Hmm." and message["content"] == "Hi."
 
 
 @pytest.mark.parametrize("kind", ["no_tools", "raises_on_tools"])
