@@ -237,8 +237,6 @@ class _Infer:
             self.say(f"start anchor: with thinking off the generation prompt adds {reasoning[1]!r}")
             template = {"start_anchor_pattern": _one_of([lit(a) for a in anchors]) + "(?:" + lit(reasoning[1]) + ")?"}
         template.update({"defaults": {"role": "assistant"}, "fields": fields})
-        if pre_open is None and anchor != anchor.rstrip():
-            pass
         return template
 
     def reasoning(self, gen: str, before_content: str, tails: dict) -> tuple[str, str] | None:
