@@ -109,3 +109,48 @@ def test_cli_detect(tmp_path, capsys):
     config.write_text(json.dumps({"chat_template": C.CHATML_JSON}))
     assert main(["detect", str(config)]) == 0
     assert main(["detect", str(tmp_path / "missing.jinja")]) == 2
+
+
+_CONTENT = "{%- if m.content %}{{- m.content }}{%- endif %}"
+_FIRST_NL = "{%- if loop.first and m.content %}{{- '\\n' }}{%- endif %}"
+# content next to calls written as a second assistant turn after the calls
+TWO_TURNS = C.CHATML_JSON.replace(_CONTENT, "{%- if m.content and not m.tool_calls %}{{- m.content }}{%- endif %}").replace(_FIRST_NL, "").replace(
+    "{%- endfor %}\n{{- '<|im_end|>\\n' }}\n{%- elif",
+    "{%- endfor %}\n{%- if m.content and m.tool_calls %}{{- '<|im_end|>\\n<|im_start|>assistant\\n' + m.content }}{%- endif %}\n{{- '<|im_end|>\\n' }}\n{%- elif",
+)
+# content next to calls rendered as reasoning (as gpt-oss's analysis channel)
+CONTENT_AS_REASONING = C.CHATML_JSON.replace(
+    _CONTENT,
+    "{%- if m.content and m.tool_calls %}{{- '<think>\\n' + m.content + '\\n</think>\\n\\n' }}{%- elif m.content %}{{- m.content }}{%- endif %}",
+).replace(_FIRST_NL, "")
+
+
+def test_content_after_calls_as_a_second_turn_still_detects():
+    chat = ChatTemplate(TWO_TURNS)
+    item = probes.render_probe(chat, next(p for p in probes.base_probes() if p.name == "content_call"))
+    assert item.first_turn is not None and "Let me check." not in item.first_turn.output
+    assert respc.detect(TWO_TURNS) is not None
+
+
+def test_content_rendered_as_reasoning_next_to_calls_does_not_veto():
+    family = respc.detect(CONTENT_AS_REASONING)
+    assert family is not None
+    assert "reasoning_content" in respc.load(family).template["fields"]
+
+
+def test_shared_close_is_read_after():
+    # the prompt pre-closes an empty block; the history writes its close again
+    source = C.CHATML_JSON.replace(
+        "{{- '<|im_start|>assistant\\n' }}{%- endif %}", "{{- '<|im_start|>assistant\\n<think></think>' }}{%- endif %}"
+    ).replace("{{- '<|im_start|>assistant\\n' }}\n", "{{- '<|im_start|>assistant\\n</think>' }}\n", 1)
+    item = probes.render_probe(ChatTemplate(source), probes.base_probes()[0])
+    assert item.output.startswith("The capital") and "</think>" in item.note
+
+
+def test_functions_and_datetime_kwargs_where_the_template_reads_them():
+    chat = ChatTemplate("{{ functions }}|{{ datetime }}")
+    text = chat.render([probes.USER], tools=probes.TOOLS)
+    functions, when = text.split("|")
+    assert [f["name"] for f in json.loads(functions)] == ["get_weather", "get_time", "set_alarm"]
+    assert when[:2] == "20"
+    assert ChatTemplate("{{ tools | length }}").render([probes.USER], tools=probes.TOOLS) == "3"

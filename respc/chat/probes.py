@@ -163,6 +163,7 @@ class Rendered:
     output: str
     expected: dict
     note: str = ""
+    first_turn: "Rendered | None" = None  # the first of two assistant turns the render holds
 
 
 def render_probe(chat, probe: Probe) -> Rendered | str:
@@ -196,6 +197,13 @@ def render_probe(chat, probe: Probe) -> Rendered | str:
                 return f"the prompt's {tail!r} is not how the turn's render goes on (a reply this prompt does not ask for)"
             prefix, output = prompt, rest
             note = f"the prompt ends with {tail!r}, which the turn's render has not"
+            overlap = _shared_close(tail, rest)
+            if overlap:
+                # the prompt's piece ends with the close the turn's render begins with (an empty
+                # block pre-closed in the prompt, ``</think>`` again in the history): the model
+                # writes what follows that close
+                output = rest[len(overlap):]
+                note += f"; both write {overlap!r}, the output is read after it"
         else:
             # the prompt puts text after the last turn (instructions) before its generation
             # header: the turn is read after the first place that header occurs in it
@@ -208,10 +216,46 @@ def render_probe(chat, probe: Probe) -> Rendered | str:
                 return "the turn's render does not continue the prompt"
             prefix, output = prompt, rest[rest.index(header) + len(header):]
             note = f"read after the generation header {header!r}"
+    first = None
+    header = two_turns(chat, probe, prompt, output)
+    if header:
+        # the render may split the message into two assistant turns (or the format writes
+        # several messages in one reply, as gpt-oss's channels): the first turn alone, and what
+        # it shows of the message, is the reading to try when the whole fails
+        cut_output = output[: output.index(header, len(output) - len(output.lstrip()) + 1)]
+        shown = dict(probe.message)
+        if not all(c["function"]["name"] in cut_output for c in shown.get("tool_calls") or []):
+            shown.pop("tool_calls")  # the calls are in the second turn
+        cut_expected = expected_message(shown, cut_output, prefix)
+        if cut_expected is not None:
+            first = Rendered(probe, prefix, cut_output, cut_expected, f"{note}; the first of two assistant turns (up to {header!r})".lstrip("; "))
     expected = expected_message(probe.message, output, prefix)
     if expected is None:
-        return "the render shows nothing of the message"
-    return Rendered(probe, prefix, output, expected, note)
+        return first or "the render shows nothing of the message"
+    return Rendered(probe, prefix, output, expected, note, first)
+
+
+def _shared_close(tail: str, rest: str) -> str:
+    """The longest end of ``tail`` that starts with a tag and that ``rest`` begins with."""
+    for start in range(len(tail)):
+        if tail[start] == "<" and rest.startswith(tail[start:]):
+            return tail[start:]
+    return ""
+
+
+def two_turns(chat, probe: Probe, prompt: str, output: str) -> str:
+    """The start of the generation prompt (six characters or more, ending where a token ends)
+    that the text the model writes holds past its first character: a render of two assistant
+    turns. Empty when there is none."""
+    tools = TOOLS if probe.tools else None
+    bare = chat.render(probe.history, tools=tools, add_generation_prompt=False, **probe.kwargs)
+    if bare is None or not prompt.startswith(bare):
+        return ""
+    added, inside = prompt[len(bare):], output.lstrip()[1:]
+    for end in range(len(added), 5, -1):
+        if added[end - 1] in ">]\n" and added[:end].strip() and added[:end] in inside:
+            return added[:end]
+    return ""
 
 
 def common_prefix(a: str, b: str) -> int:

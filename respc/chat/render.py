@@ -99,6 +99,20 @@ def alias_reasoning(messages: list[dict]) -> list[dict]:
     return out
 
 
+_NOW = datetime.now()
+
+
+@lru_cache(maxsize=64)
+def _undeclared(source: str) -> frozenset:
+    """The variables ``source`` reads that it never sets (the context it expects)."""
+    from jinja2 import meta
+
+    try:
+        return frozenset(meta.find_undeclared_variables(_shared_environment().parse(source)))
+    except Exception:  # noqa: BLE001
+        return frozenset()
+
+
 @lru_cache(maxsize=1)
 def _shared_environment():
     return _environment()
@@ -126,6 +140,7 @@ class ChatTemplate:
         except jinja2.exceptions.TemplateSyntaxError as exc:
             raise ChatTemplateError(f"chat_template: line {exc.lineno}: {exc.message}; fix the jinja syntax") from exc
         self.source = source
+        self.reads = _undeclared(source)
         self.bos_token = bos_token or ""
         self.eos_token = eos_token or ""
         self.extra = extra
@@ -137,6 +152,12 @@ class ChatTemplate:
         if key in self._cache:
             return self._cache[key]
         context = {"bos_token": self.bos_token, "eos_token": self.eos_token, **self.extra, **kwargs}
+        # kwargs a template documents for its callers instead of ``tools`` (Fireworks' ``functions``,
+        # the JSON text of the functions, and ``datetime``), given only where the template reads them
+        if "functions" in self.reads and "functions" not in context:
+            context["functions"] = json.dumps([t.get("function", t) for t in tools or []], indent=4, ensure_ascii=False)
+        if "datetime" in self.reads and "datetime" not in context:
+            context["datetime"] = _NOW.strftime("%Y-%m-%d %H:%M:%S")
         try:
             text = self.template.render(
                 messages=alias_reasoning(json.loads(json.dumps(messages))),
