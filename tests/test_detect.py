@@ -154,3 +154,26 @@ def test_functions_and_datetime_kwargs_where_the_template_reads_them():
     assert [f["name"] for f in json.loads(functions)] == ["get_weather", "get_time", "set_alarm"]
     assert when[:2] == "20"
     assert ChatTemplate("{{ tools | length }}").render([probes.USER], tools=probes.TOOLS) == "3"
+
+
+# a template written here whose prompt is the lfm2 family's (its sample prompts) and whose calls
+# are JSON inside the family's markers, where the family writes Python calls
+JSON_INSIDE_PYTHON_MARKERS = """{{- bos_token }}
+{%- if tools %}{{- '<|im_start|>system\\nList of tools: <|tool_list_start|>' + tools | tojson + '<|tool_list_end|><|im_end|>\\n' }}{%- endif %}
+{%- for m in messages %}
+{{- '<|im_start|>' + m.role + '\\n' }}
+{%- for tc in m.tool_calls or [] %}{%- if loop.first %}{{- '<|tool_call_start|>[' }}{%- else %}{{- ', ' }}{%- endif %}
+{{- {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- if loop.last %}{{- ']<|tool_call_end|>' }}{%- endif %}
+{%- endfor %}
+{{- (m.content or '') + '<|im_end|>\\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"""
+
+
+def test_own_prompt_with_another_call_body_fits_its_family():
+    result = detect_report(JSON_INSIDE_PYTHON_MARKERS, bos_token="<|startoftext|>")
+    assert result.family == "lfm2", result.explain()
+    assert all(why.startswith("excused") for _, why in result.failures["lfm2"])
+    # without the family's prompt, the same calls fit no family
+    other = JSON_INSIDE_PYTHON_MARKERS.replace("List of tools: ", "Tools:\\n").replace("tools | tojson", "tools | tojson(indent=2)")
+    assert respc.detect(other, bos_token="<|startoftext|>") is None
