@@ -177,3 +177,34 @@ def test_own_prompt_with_another_call_body_fits_its_family():
     # without the family's prompt, the same calls fit no family
     other = JSON_INSIDE_PYTHON_MARKERS.replace("List of tools: ", "Tools:\\n").replace("tools | tojson", "tools | tojson(indent=2)")
     assert respc.detect(other, bos_token="<|startoftext|>") is None
+
+
+def _inst(call_id: bool, system: str = "") -> str:
+    """A Mistral-like template written here: [INST]...[/INST], calls as [TOOL_CALLS]name[ARGS]{...}."""
+    cid = "{{- '[CALL_ID]' + tc.id }}" if call_id else ""
+    return (
+        "{{- bos_token }}"
+        + (f"{{{{- '[SYSTEM_PROMPT]{system}[/SYSTEM_PROMPT]' }}}}" if system else "")
+        + "{%- for m in messages %}"
+        "{%- if m.role == 'user' %}{{- '[INST]' + m.content + '[/INST]' }}"
+        "{%- elif m.role == 'tool' %}{{- '[TOOL_RESULTS]' + m.content + '[/TOOL_RESULTS]' }}"
+        "{%- else %}{{- m.content or '' }}"
+        "{%- for tc in m.tool_calls or [] %}{{- '[TOOL_CALLS]' + tc.function.name }}" + cid + "{{- '[ARGS]' + tc.function.arguments | tojson }}{%- endfor %}"
+        "{{- eos_token }}{%- endif %}{%- endfor %}"
+    )
+
+
+def test_rendered_ids_prefer_the_family_that_reads_them():
+    with_ids = detect_report(_inst(True), bos_token="<s>", eos_token="</s>")
+    assert "mistral-small-3.2" in with_ids.fitting and len(with_ids.fitting) > 1
+    assert with_ids.family == "mistral-small-3.2"
+    from respc.chat.detect import _ids_given_back, render_all
+
+    rendered, _ = render_all(ChatTemplate(_inst(True), bos_token="<s>", eos_token="</s>"))
+    assert _ids_given_back(respc.load("mistral-small-3.2"), rendered) > _ids_given_back(respc.load("devstral-small"), rendered) == 0
+
+
+def test_reasoning_marker_in_the_prompt_counts_as_shown():
+    source = _inst(False, system="Think first, inside [THINK]your thoughts[/THINK], then answer.")
+    assert respc.detect(source, bos_token="<s>", eos_token="</s>") == "ministral-3-reasoning"
+    assert respc.detect(_inst(False), bos_token="<s>", eos_token="</s>") != "ministral-3-reasoning"

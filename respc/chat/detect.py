@@ -114,11 +114,38 @@ def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     return best
 
 
-def _unused_fields(template: dict, rendered: list) -> int:
+def _shown_fields(template: dict, rendered: list) -> tuple[int, int]:
+    """(fields shown, fields never shown) of the template's reasoning and calls. A field is shown
+    where a probe's render has it back, or where the prompts write its open marker (a template
+    that drops reasoning from its history and tells the model, in its system prompt, to think
+    in ``[THINK]...[/THINK]``)."""
     shown = set()
     for item in rendered:
         shown.update(item.expected)
-    return sum(1 for key in template.get("fields", {}) if key not in shown and key in ("reasoning_content", "tool_calls"))
+    prompts = "\n".join({item.prefix for item in rendered})
+    fields = [key for key in template.get("fields", {}) if key in ("reasoning_content", "tool_calls")]
+    for key in fields:
+        spec = template["fields"][key]
+        marker = spec.get("open") if isinstance(spec.get("open"), str) else next(iter(_literal_runs(spec.get("open_pattern") or "")), None)
+        if key not in shown and marker and marker.strip() and marker.strip() in prompts:
+            shown.add(key)
+    used = sum(1 for key in fields if key in shown)
+    return used, len(fields) - used
+
+
+def _ids_given_back(compiled, rendered: list) -> int:
+    """How many probes whose render shows call ids the template parses with those ids."""
+    count = 0
+    for item in rendered:
+        want = [c.get("id") for c in item.expected.get("tool_calls") or []]
+        if not any(want):
+            continue
+        try:
+            got = _probes.normalize(compiled.parse(item.output, prefix=item.prefix, tools=_probes.TOOLS)).get("tool_calls") or []
+        except Exception:  # noqa: BLE001
+            continue
+        count += [c.get("id") for c in got] == want
+    return count
 
 
 def render_all(chat: ChatTemplate, probe_list=None) -> tuple[list, dict]:
@@ -260,7 +287,9 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
                 result.fitting,
                 key=lambda n: (
                     likeness[n] >= 0.9,  # the family's own sample prompts, rendered by this very template
-                    -_unused_fields(by_name[n].template, rendered),
+                    -_shown_fields(by_name[n].template, rendered)[1],
+                    _shown_fields(by_name[n].template, rendered)[0],
+                    _ids_given_back(by_name[n], rendered),
                     likeness[n],
                     _strictness(by_name[n].template),
                     n,
