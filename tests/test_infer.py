@@ -154,3 +154,15 @@ def test_property_infer_then_parse_reproduces_random_conversations(kind):
         assert probes.matches(parsed, item.expected), (seed, item.output, probes.normalize(parsed), item.expected)
 
     check()
+
+
+def test_content_after_calls_as_a_second_turn_is_inferred_from_the_first():
+    from test_detect import TWO_TURNS
+
+    template = respc.infer(TWO_TURNS)
+    from respc.api import compile_template
+
+    compiled = compile_template(template)
+    out = '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>\n'
+    parsed = compiled.parse(out, prefix="<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    assert parsed["tool_calls"][0]["function"]["name"] == "get_time"
