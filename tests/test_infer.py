@@ -166,3 +166,21 @@ def test_content_after_calls_as_a_second_turn_is_inferred_from_the_first():
     out = '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>\n'
     parsed = compiled.parse(out, prefix="<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert parsed["tool_calls"][0]["function"]["name"] == "get_time"
+
+
+# parameters whose tag says whether the value is a string (as DeepSeek-V3.2's DSML does), written here
+TYPED_TAGS = C.chatml(
+    "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
+    "{{- '<invoke name=\"' + tc.function.name + '\">\\n' }}"
+    "{%- for k, v in tc.function.arguments.items() %}"
+    "{{- '<parameter name=\"' + k + '\" string=\"' + ('true' if v is string else 'false') + '\">' + (v | string) + '</parameter>\\n' }}"
+    "{%- endfor %}{{- '</invoke>\\n' }}{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
+)
+
+
+def test_a_key_tag_that_varies_with_the_value_type():
+    template = respc.infer(TYPED_TAGS)
+    chat = ChatTemplate(TYPED_TAGS)
+    message = {"role": "assistant", "content": "", "tool_calls": [probes.call("set_alarm", {"hour": 7, "label": "wake up"})]}
+    parsed = _parse(template, chat, message)
+    assert parsed["tool_calls"][0]["function"]["arguments"] in ({"hour": 7, "label": "wake up"}, '{"hour": 7, "label": "wake up"}')

@@ -563,6 +563,15 @@ class _Infer:
         if not pre:
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
         kv_rx = flex(kv.strip()).replace("><", r">\s*<") if kv.strip() else ""  # tags a model may put on lines
+        kv2 = body[k2 + 4: v2]
+        if kv2.strip() and kv2.strip() != kv.strip():
+            # the key's tag says the value's type (DeepSeek-V3.2's string="true" / "false"):
+            # the two renders' differing middles as alternatives
+            a, b = kv.strip(), kv2.strip()
+            i = P.common_prefix(a, b)
+            j = len(_common_suffix(a[i:], b[i:]))
+            kv_rx = (flex(a[:i]) + "(?:" + lit(a[i: len(a) - j]) + "|" + lit(b[i: len(b) - j]) + ")" + flex(a[len(a) - j:])).replace("><", r">\s*<")
+            self.say(f"tool_calls: the key's tag varies with the value: {a!r} / {b!r}")
         tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + (r"\n?" if kv.endswith("\n") else "") + r"(?P<value>.*?)" + (r"\n?" if between.startswith("\n") else "") + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
