@@ -184,3 +184,15 @@ def test_a_key_tag_that_varies_with_the_value_type():
     message = {"role": "assistant", "content": "", "tool_calls": [probes.call("set_alarm", {"hour": 7, "label": "wake up"})]}
     parsed = _parse(template, chat, message)
     assert parsed["tool_calls"][0]["function"]["arguments"] in ({"hour": 7, "label": "wake up"}, '{"hour": 7, "label": "wake up"}')
+
+
+def test_reasoning_markers_the_prompt_asks_for():
+    from test_detect import _inst
+
+    source = _inst(False, system="Think first, inside [THINK]your thoughts[/THINK], then answer.")
+    template = respc.infer(source, bos_token="<s>", eos_token="</s>")
+    assert "reasoning_content" in template["fields"]
+    from respc.api import compile_template
+
+    parsed = compile_template(template).parse("[THINK]Paris is near.[/THINK]It is sunny.</s>", prefix="<s>[INST]hi[/INST]")
+    assert parsed["reasoning_content"].strip() == "Paris is near." and parsed["content"].strip() == "It is sunny."

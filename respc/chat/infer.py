@@ -277,6 +277,14 @@ class _Infer:
             close = f"</{m.group(2)}>"
             self.say(f"reasoning: never rendered; the generation prompt opens {m.group(1)!r}, closed by convention with {close!r}")
             return m.group(1), close
+        # a prompt that tells the model to think between markers (Ministral-3-Reasoning's system
+        # prompt: "[THINK]Your thoughts...[/THINK]")
+        prompt = next((item.prefix for item in self.rendered.values()), "")
+        m = re.search(r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)", prompt, re.IGNORECASE)
+        if m:
+            open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
+            self.say(f"reasoning: never rendered; the prompt asks for it between {open_!r} and {close!r}")
+            return open_, close
         self.say("reasoning: never rendered (no reasoning field)")
         return None
 
