@@ -36,6 +36,9 @@ from .api import (  # noqa: E402
 )
 from . import ray  # noqa: E402  (Ray Data helpers; imports no `ray` package)
 from .batch import BatchError, RowError, parse_batch  # noqa: E402
+from .chat.detect import detect  # noqa: E402  (a chat template's bundled family)
+from .chat.infer import InferError, infer  # noqa: E402  (a response template from a chat template)
+from .chat.model import for_model  # noqa: E402
 from .compiler import TemplateError, TemplateWarning  # noqa: E402
 from .compiler.grammar import GrammarUnsupported  # noqa: E402
 from . import openai  # noqa: E402  (Chat Completions deltas; imports no `openai` package)
@@ -65,6 +68,7 @@ __all__ = [
     "BatchError",
     "CacheWarning",
     "CompiledTemplate",
+    "InferError",
     "PrefixWarning",
     "ResponseParser",
     "RowError",
@@ -73,6 +77,9 @@ __all__ = [
     "TemplateWarning",
     "bundled_templates",
     "compile_template",
+    "detect",
+    "for_model",
+    "infer",
     "from_pretrained",
     "get_response_parser",
     "load",

@@ -11,6 +11,8 @@
                   [--no-parallel-tool-calls] [--prefix-file P] [--special-tokens-file S]
                                                           the grammar of its replies (docs/grammar.md)
     respc diff OLD NEW [--samples DIR]                    review a template change (exit 1: behaviour changes)
+    respc detect PATH                                     the bundled family a chat template writes (exit 1: none)
+    respc infer PATH [-o OUT.json] [--report]             a response template inferred from a chat template
 
 TEMPLATE is a JSON file (a template, or a tokenizer_config.json holding one) or the name of
 a bundled template (``respc list``; ``-``, ``.`` and ``_`` alike): a string that names an
@@ -1057,7 +1059,67 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list the bundled templates")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("detect", help="the bundled family a chat template writes (exit 1 if none fits)")
+    p.add_argument("path", help="a .jinja chat template, a tokenizer_config.json holding chat_template, or a model folder")
+    p.set_defaults(func=cmd_detect)
+
+    p = sub.add_parser("infer", help="infer a response template from a chat template")
+    p.add_argument("path", help="a .jinja chat template, a tokenizer_config.json holding chat_template, or a model folder")
+    p.add_argument("-o", "--output", help="write the template here (default: stdout)")
+    p.add_argument("--report", action="store_true", help="also say what each probe showed (on stderr)")
+    p.set_defaults(func=cmd_infer)
     return parser
+
+
+def _chat_model(path: str):
+    from .chat.model import read_model
+
+    try:
+        model = read_model(path)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    if not model.chat_template:
+        raise UserError(f"{path}: no chat_template found (a .jinja file, tokenizer_config.json or model folder)")
+    return model
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    from .chat.detect import detect_report
+    from .chat.render import ChatTemplateError
+
+    model = _chat_model(args.path)
+    try:
+        result = detect_report(model.chat_template, bos_token=model.bos_token, eos_token=model.eos_token)
+    except ChatTemplateError as exc:
+        raise UserError(f"{args.path}: {exc}") from None
+    if result.family is None:
+        print(f"respc detect: {args.path}: " + result.explain(), file=sys.stderr)
+        return EXIT_STALE
+    print(result.family)
+    return 0
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    from .chat.infer import InferError, infer_report
+    from .chat.render import ChatTemplateError
+
+    model = _chat_model(args.path)
+    try:
+        result = infer_report(model.chat_template, bos_token=model.bos_token, eos_token=model.eos_token)
+    except ChatTemplateError as exc:
+        raise UserError(f"{args.path}: {exc}") from None
+    if args.report:
+        for line in result.lines:
+            print(line, file=sys.stderr)
+    if result.template is None:
+        raise UserError(f"{args.path}: {InferError(result.error)}")
+    text = json.dumps(result.template, indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,717 @@
+"""A response template inferred from a chat template alone (``respc.infer``).
+
+The chat template renders the same conversation with one thing changed (``probes``): the
+generation prompt gives the start anchor (and a reasoning block it pre-opens); a content-only
+reply gives the end-of-turn marker; reasoning + answer against the answer alone gives the
+reasoning delimiters; one call, two calls and content + call give the tool-call wrapper, its
+body (a JSON object with the name inside or outside it, a JSON list, tagged parameters, a
+Python call list) and ids where the template renders them. The template is then **verified**:
+every probe and seeded random conversations, rendered by the chat template, must parse back to
+their messages through it, whole and streamed; otherwise ``InferError`` names the part that
+could not be inferred.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import probes as P
+from .render import ChatTemplate
+
+NAME = r"(?P<name>[^\s<>{}()\[\]\"'=:,|]+)"
+
+
+class InferError(ValueError):
+    """No response template could be inferred: the message names the part (start anchor,
+    reasoning, end of turn, tool_calls, verification) and what the renders showed."""
+
+
+@dataclass
+class InferResult:
+    template: dict | None
+    lines: list = field(default_factory=list)
+    error: str | None = None
+
+
+def lit(text: str) -> str:
+    """``text`` as a regex matching it literally (only the characters regex syntax needs escaped)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+def flex(text: str) -> str:
+    """``text`` as a regex in which each whitespace run matches any whitespace (``\\s*``)."""
+    parts = re.split(r"(\s+)", text)
+    return "".join(r"\s*" if part.isspace() else lit(part) for part in parts if part)
+
+
+def _one_of(items: list[str]) -> str:
+    items = [i for i in dict.fromkeys(items) if i]
+    return items[0] if len(items) == 1 else "(?:" + "|".join(items) + ")"
+
+
+def _common_suffix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return a[len(a) - n:] if n else ""
+
+
+def _name_group(following: str) -> str:
+    """The function-name capture, up to the character the render writes after the name
+    (``[^>\\s]+`` before ``>``), or up to whitespace and markup when it writes none."""
+    first = following.lstrip()[:1] if not following[:1].isspace() else ""
+    if first and not first.isalnum() and first not in "_.-":
+        return "(?P<name>[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+)"
+    return NAME
+
+
+def _namespaced(opening: str) -> str:
+    """``opening`` as a regex, a namespace right before the name (``functions.``) optional: models
+    write the bare name too."""
+    m = re.search(r"[A-Za-z_]\w*\.$", opening)
+    if m is None:
+        return flex(opening)
+    return flex(opening[: m.start()]) + "(?:" + lit(m.group(0)) + ")?"
+
+
+def _find_json(text: str, want) -> tuple[int, int, Any] | None:
+    """The first span of ``text`` that is JSON for which ``want(value)`` holds."""
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch in "{[":
+            try:
+                value, end = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            if want(value):
+                return i, end, value
+    return None
+
+
+class _Infer:
+    def __init__(self, chat: ChatTemplate):
+        self.chat = chat
+        self.lines: list[str] = []
+        self.rendered: dict[str, P.Rendered] = {}
+        for probe in P.base_probes():
+            result = P.render_probe(chat, probe)
+            if isinstance(result, str):
+                self.lines.append(f"probe {probe.name}: skipped ({result})")
+            else:
+                if result.first_turn is not None:
+                    # the render holds two assistant turns (content after calls as a turn of
+                    # its own): the model writes the first
+                    result = result.first_turn
+                self.rendered[probe.name] = result
+                self.lines.append(f"probe {probe.name}: {result.output!r}" + (f" ({result.note})" if result.note else ""))
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+
+    # --- the parts -------------------------------------------------------------------------
+    def generation_prompt(self, **kwargs) -> str | None:
+        history = [P.USER]
+        with_prompt = self.chat.render(history, tools=P.TOOLS, add_generation_prompt=True, **kwargs)
+        without = self.chat.render(history, tools=P.TOOLS, add_generation_prompt=False, **kwargs)
+        if with_prompt is None or without is None:
+            with_prompt = self.chat.render(history, add_generation_prompt=True, **kwargs)
+            without = self.chat.render(history, add_generation_prompt=False, **kwargs)
+        if with_prompt is None or without is None:
+            if kwargs:
+                return None
+            raise InferError(f"start anchor: the chat template raises on a one-message conversation ({self.chat.last_error})")
+        if with_prompt.startswith(without):
+            gen = with_prompt[len(without):]
+        else:  # a template that ends a prompt without generation prompt with eos_token
+            cut = P.common_prefix(with_prompt, without)
+            while cut > 0 and not (with_prompt[cut - 1].isspace() or with_prompt[cut - 1] in ">]}"):
+                cut -= 1
+            gen = with_prompt[cut:]
+        if not gen.strip():
+            # no generation prompt: the assistant turn starts after the user turn's last marker
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", with_prompt)
+            if m is None:
+                raise InferError("start anchor: add_generation_prompt=True adds nothing and the prompt ends with no marker")
+            gen = with_prompt[m.start():]
+        return gen
+
+    def anchor_and_tails(self) -> tuple[str, dict]:
+        gens = {"default": self.generation_prompt()}
+        if "enable_thinking" in self.chat.source:
+            for flag in (True, False):
+                g = self.generation_prompt(enable_thinking=flag)
+                if g is not None:
+                    gens[f"thinking {'on' if flag else 'off'}"] = g
+        anchor = gens["default"]
+        for g in gens.values():
+            anchor = anchor[: P.common_prefix(anchor, g)]
+        while anchor and anchor != gens["default"] and not (anchor[-1].isspace() or anchor[-1] in ">]|}"):
+            anchor = anchor[:-1]
+        tails = {k: g[len(anchor):] for k, g in gens.items()}
+        for k, g in gens.items():
+            self.say(f"generation prompt ({k}): {g!r}")
+        return anchor, tails
+
+    def infer(self) -> dict:
+        anchor, tails = self.anchor_and_tails()
+        gen = anchor + tails["default"]
+        answer = self.rendered.get("answer") or self.rendered.get("answer_no_tools")
+        if answer is None:
+            raise InferError("end of turn: the chat template renders no content-only reply")
+        out = answer.output
+        if P.ANSWER not in out:
+            raise InferError(f"content: the reply's content is not in its render {out!r}")
+        before, after = out[: out.index(P.ANSWER)], out[out.index(P.ANSWER) + len(P.ANSWER):]
+        eot = after.strip()
+        # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
+        self.say(f"end of turn: {eot!r}")
+        ends = [lit(eot)] if eot else []
+        if self.chat.eos_token and self.chat.eos_token not in eot:
+            ends.append(lit(self.chat.eos_token))
+        self.ends = ends
+        fields: dict[str, dict] = {}
+        reasoning = self.reasoning(gen, before, tails)
+        pre_open = None
+        if reasoning is not None:
+            open_, close = reasoning
+            fields["reasoning_content"] = {
+                "open_pattern": r"\s*" + lit(open_),
+                "close_pattern": lit(close),
+                "content": "text",
+            }
+            if open_ in gen and gen.index(open_) <= len(anchor):
+                pre_open = gen[gen.index(open_):]
+                anchor = gen[: gen.index(open_)]
+                self.say(f"the generation prompt pre-opens the reasoning ({pre_open!r})")
+        content_open = before.strip()
+        empty = re.fullmatch(r"(<([^<>/\s]+)>)\s*(</\2>)", content_open)
+        if reasoning is None and empty:
+            # an empty reasoning block rendered before every answer
+            reasoning = empty.group(1), empty.group(3)
+            fields["reasoning_content"] = {"open_pattern": r"\s*" + lit(reasoning[0]), "close_pattern": lit(reasoning[1]), "content": "text"}
+            self.say(f"reasoning: an empty {content_open!r} is rendered before the answer")
+        if reasoning is not None and content_open:
+            # an empty reasoning block rendered before the content
+            content_open = re.sub(r"^\s*(?:" + lit(reasoning[0]) + r")?\s*" + lit(reasoning[1]), "", before).strip()
+        if not anchor.strip():
+            raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
+        tool_field, outer_close = self.tool_calls(before)
+        if tool_field is not None:
+            fields["tool_calls"] = tool_field
+            if reasoning is not None:
+                # a call written before the reasoning closes ends it
+                if self.call_head:
+                    fields["reasoning_content"]["close_pattern"] += f"|(?={lit(self.call_head)})"
+        end = _one_of(ends)
+        if content_open:
+            fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
+            if end:
+                fields["content"]["close_pattern"] = r"\s*" + end + r"[\s\S]*"
+            self.say(f"content opens with {content_open!r}")
+        else:
+            spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
+            if end:
+                # the marker closing the calls' section also ends the reply
+                # the marker closing the calls' section, and a reasoning close written after the
+                # calls (a stray one: the reasoning already ended), end a piece of content
+                strays = [outer_close] if outer_close else []
+                if reasoning is not None and tool_field is not None:
+                    strays.append(lit(reasoning[1]))
+                turn_end = (end + r"[\s\S]*") if end else ""
+                spec["close_pattern"] = r"\s*" + (_one_of(strays + [turn_end]) if strays else turn_end)
+            fields["content"] = spec
+        anchors = [anchor]
+        turn = self.rendered.get("multi_turn")
+        if turn is not None and (anchor not in turn.prefix or P.TOOL_RESULT in turn.prefix[turn.prefix.rindex(anchor):]):
+            # the anchor does not start the turn after a tool result
+            # the turn after a tool result starts after another marker (Mistral's [/TOOL_RESULTS])
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", turn.prefix)
+            if m and m.group(0) not in anchors:
+                anchors.append(m.group(0))
+                self.say(f"start anchor after a tool result: {m.group(0)!r}")
+        template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
+        if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
+            # thinking off: the generation prompt closes the reasoning right after the anchor
+            self.say(f"start anchor: with thinking off the generation prompt adds {reasoning[1]!r}")
+            template = {"start_anchor_pattern": _one_of([lit(a) for a in anchors]) + "(?:" + lit(reasoning[1]) + ")?"}
+        template.update({"defaults": {"role": "assistant"}, "fields": fields})
+        return template
+
+    def reasoning(self, gen: str, before_content: str, tails: dict) -> tuple[str, str] | None:
+        item = self.rendered.get("reasoning_answer") or self.rendered.get("thinking_on_reasoning")
+        if item is not None and P.REASONING in item.output and P.ANSWER in item.output:
+            out = item.output
+            i = out.index(P.REASONING)
+            j = out.index(P.ANSWER)
+            open_ = out[:i].strip()
+            between = out[i + len(P.REASONING): j].strip()
+            content_open = before_content.strip()
+            if content_open and between.endswith(content_open) and between != content_open:
+                between = between[: -len(content_open)].strip()
+            if not open_:
+                # opened by the generation prompt
+                prompt_tail = item.prefix[-60:]
+                m = re.search(r"(<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
+                if m is None:
+                    raise InferError(f"reasoning: rendered {out!r} with no opening marker before it, and the prompt opens none")
+                open_ = m.group(1)
+            if not between:
+                raise InferError(f"reasoning: no marker between the reasoning and the answer in {out!r}")
+            self.say(f"reasoning: {open_!r} ... {between!r}")
+            return open_, between
+        # the template drops reasoning from its history: an empty block in a generation prompt
+        # (thinking off), or a pre-opened one, tells its markers
+        for tail in tails.values():
+            m = re.search(r"(<[^<>/\s]+>)\s*(</[^<>\s]+>)\s*$", gen[: len(gen) - len(tails["default"])] + tail)
+            if m and m.group(2) == m.group(1).replace("<", "</", 1):
+                self.say(f"reasoning: never rendered; a generation prompt holds the empty block {m.group(0)!r}")
+                return m.group(1), m.group(2)
+        m = re.search(r"(<([A-Za-z_]+)>)\s*$", gen)
+        if m and "think" in m.group(2).lower():
+            close = f"</{m.group(2)}>"
+            self.say(f"reasoning: never rendered; the generation prompt opens {m.group(1)!r}, closed by convention with {close!r}")
+            return m.group(1), close
+        # a prompt that tells the model to think between markers (Ministral-3-Reasoning's system
+        # prompt: "[THINK]Your thoughts...[/THINK]")
+        prompt = next((item.prefix for item in self.rendered.values()), "")
+        m = re.search(r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)", prompt, re.IGNORECASE)
+        if m:
+            open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
+            self.say(f"reasoning: never rendered; the prompt asks for it between {open_!r} and {close!r}")
+            return open_, close
+        self.say("reasoning: never rendered (no reasoning field)")
+        return None
+
+    def _call_body(self, name: str, head: str) -> tuple[str, str] | None:
+        item = self.rendered.get(name)
+        if item is None:
+            return None
+        out = item.output
+        if head and out.startswith(head):
+            out = out[len(head):]
+        for end in self.ends:
+            m = re.search(r"\s*" + end, out)
+            if m:
+                out = out[: m.start()]
+                break
+        return out, item.output
+
+    def tool_calls(self, head: str) -> tuple[dict | None, str]:
+        self.call_head = ""
+        one = self._call_body("call", head) or self._call_body("reasoning_call", "")
+        if one is None:
+            self.say("tool_calls: the chat template renders no tool call (no tool_calls field)")
+            return None, ""
+        body = one[0].strip()
+        two = self._call_body("two_calls", head)
+        two_body = two[0].strip() if two else None
+        args = P.WEATHER["function"]["arguments"]
+        name = P.WEATHER["function"]["name"]
+        if P.ID1 in body:
+            self.say("tool_calls: ids are rendered")
+        # a JSON list of calls
+        found = _find_json(body, lambda v: isinstance(v, list) and v and isinstance(v[0], dict) and name in v[0].values())
+        if found:
+            return self._json_list(body, found, two_body)
+        found = _find_json(body, lambda v: isinstance(v, dict) and name in v.values() and args in v.values())
+        if found:
+            return self._json_object(body, found, two_body)
+        found = _find_json(body, lambda v: v == args)
+        if found and name in body[: found[0]]:
+            return self._name_outside(body, found, two_body)
+        if re.search(re.escape(name) + r"\s*\(", body):
+            return self._pythonic(body, two_body)
+        if "city" in body and "Paris" in body:
+            return self._tagged(body, two_body)
+        raise InferError(f"tool_calls: no known body format in the rendered call {body!r}")
+
+    def _split_two(self, open_: str, close: str, end1: int, pos2: int, two_body: str | None) -> tuple[str, str, str]:
+        """(outer open, per-call open, per-call close) from the two-call render: ``end1`` is where
+        the first call's body ends and ``pos2`` where the second's starts (the same offsets as in
+        the one-call render up to ``end1``). What the one-call render writes after its close that
+        the two-call render does not write between the calls is another end of turn."""
+        open_, close = open_.strip(), close.strip()
+        if two_body is None or pos2 < 0 or pos2 < end1:
+            return "", open_, close
+        size = len(open_)
+        while size > 0 and not (
+            two_body[:pos2].endswith(open_[len(open_) - size:])
+            and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
+        ):
+            size -= 1  # the longest end of the opening, starting where a token starts, before the second call
+        inner = open_[len(open_) - size:].strip() if size else ""
+        if not inner:
+            return "", open_, close
+        between = two_body[end1: pos2 - size].strip()
+        outer = open_[: len(open_) - size].strip()
+        if between and close.startswith(between) and close != between:
+            extra = close[len(between):].strip()
+            if extra and not outer:
+                self.ends.append(lit(extra))
+                self.say(f"tool_calls: {extra!r} after the last call ends the turn")
+            return outer, inner, between
+        return outer, inner, between or close
+
+    def _repeat_wrapper(self, open_: str, close: str, two_body: str | None) -> tuple[str, str, str]:
+        """(outer open, inner open, outer close) from the two-call render: where one call's
+        wrapper is the per-call one, or holds an outer part written once around the calls."""
+        if two_body is None or not open_ or two_body.count(open_) >= 2:
+            return "", open_, ""
+        name2 = P.TIME["function"]["name"]
+        i = two_body.find(name2)
+        head2 = two_body[:i]
+        # the inner opening is what comes before the second call, from the end of the first
+        first_end = head2.rfind(close) + len(close) if close and close in head2 else -1
+        inner = head2[first_end:].strip() if first_end >= 0 else ""
+        if inner and open_.endswith(inner):
+            return open_[: -len(inner)].strip(), inner, ""
+        return "", open_, ""
+
+    def _json_object(self, body, found, two_body):
+        start, end, value = found
+        name_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["name"])
+        args_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["arguments"])
+        id_key = next((k for k, v in value.items() if v == P.ID1), None)
+        open_, close = body[:start].strip(), body[end:].strip()
+        if not open_:
+            return self._bare_json(body, found)
+        close = self._close_between(close, two_body, open_)
+        outer, inner, _ = self._repeat_wrapper(open_, close, two_body)
+        function = "{content}" if (name_key, args_key) == ("name", "arguments") and len(value) == 2 else {
+            "name": "{content." + name_key + "}",
+            "arguments": "{content." + args_key + "}",
+        }
+        transform: dict[str, Any] = {"type": "function", "function": function}
+        if id_key is not None:
+            transform = {"id": "{content." + id_key + "}", **transform}
+            if function == "{content}":
+                transform["function"] = {"name": "{content.name}", "arguments": "{content.arguments}"}
+        self.call_head = (outer or inner).split()[0] if (outer or inner).split() else ""
+        self.say(f"tool_calls: JSON object ({name_key!r}, {args_key!r}) in {open_!r} ... {close!r}")
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
+        spec = {
+            "open_pattern": opening,
+            "close_pattern": (flex(close) + r"\s*") if close else r"(?<=\})\s*",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"allow_non_json": True},
+            "transform": transform,
+        }
+        return spec, self._outer_close(two_body, close)
+
+    def _close_between(self, close: str, two_body: str | None, open_: str) -> str:
+        """The call's close as the two-call render shows it between the calls (the one-call render
+        may add a marker after its last call, which is then another end of turn)."""
+        if not two_body or not close:
+            return close
+        name2 = P.TIME["function"]["name"]
+        first = open_.split()[0] if open_.split() else open_
+        i = two_body.find(name2)
+        j = two_body.rfind(first, 0, i) if first else -1
+        if j <= 0:
+            return close
+        between = two_body[:j].rstrip()
+        k = len(close)
+        while k > 0 and not between.endswith(close[:k]):
+            k -= 1
+        # the longest start of the close that ends the first call
+        if 0 < k < len(close):
+            extra = close[k:].strip()
+            if extra:
+                self.ends.append(lit(extra))
+                self.say(f"tool_calls: {extra!r} after the last call ends the turn")
+            return close[:k].strip()
+        return close
+
+    def _bare_json(self, body, found):
+        start, end, value = found
+        name_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["name"])
+        args_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["arguments"])
+        if not self.ends:
+            raise InferError(f"tool_calls: a bare JSON call and no end-of-turn marker to close it ({body!r})")
+        self.call_head = ""
+        self.say(f"tool_calls: a bare JSON object ({name_key!r}, {args_key!r}) as the whole reply")
+        spec = {
+            "open_pattern": r"\s*(?=\{\s*\"" + lit(name_key) + r"\"\s*:)",
+            "close_pattern": r"\s*" + _one_of(self.ends) + r"[\s\S]*",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"allow_non_json": True},
+            "transform": {"type": "function", "function": {"name": "{content." + name_key + "}", "arguments": "{content." + args_key + "}"}},
+        }
+        return spec, ""
+
+    def _outer_close(self, two_body, close) -> str:
+        if not two_body or not close:
+            return ""
+        tail = two_body[two_body.rfind(close) + len(close):].strip()
+        return flex(tail) if tail else ""
+
+    def _json_list(self, body, found, two_body):
+        start, end, value = found
+        item = value[0]
+        name_key = next(k for k, v in item.items() if v == P.WEATHER["function"]["name"])
+        args_key = next((k for k, v in item.items() if v == P.WEATHER["function"]["arguments"]), None)
+        if args_key is None:
+            raise InferError(f"tool_calls: a JSON list whose item holds no arguments object ({body!r})")
+        id_key = next((k for k, v in item.items() if v == P.ID1), None)
+        open_, close = body[:start].strip(), body[end:].strip()
+        transform: dict[str, Any] = {"type": "function", "function": {"name": "{" + name_key + "}", "arguments": "{" + args_key + "}"}}
+        if id_key is not None:
+            transform = {"id": "{" + id_key + "}", **transform}
+        spec: dict[str, Any] = {
+            "open_pattern": r"\s*" + (flex(open_) if open_ else r"(?=\[\s*\{)"),
+            "content": "json",
+            "transform_each": True,
+            "transform": transform,
+        }
+        if close:
+            spec["close_pattern"] = flex(close) + r"\s*"
+        elif self.ends:
+            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        self.call_head = open_.split()[0] if open_ else ""
+        self.say(f"tool_calls: a JSON list of ({name_key!r}, {args_key!r}) after {open_!r}")
+        return spec, ""
+
+    def _name_outside(self, body, found, two_body):
+        start, end, _ = found
+        name = P.WEATHER["function"]["name"]
+        n = body.rfind(name, 0, start)
+        pre, mid, post = body[:n].strip(), body[n + len(name): start], body[end:].strip()
+        lead = len(body) - len(body.lstrip())
+        pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
+        outer, inner, post = self._split_two(body[:n], body[end:], end - lead, pos2, two_body)
+        if not pre:
+            raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
+        mid_rx = flex(mid)
+        with_id = P.ID1 in mid
+        if with_id:
+            a, b = mid.split(P.ID1, 1)
+            # a model may leave the id out: the group then captures "" (a transform needs it defined)
+            mid_rx = r"(?:" + flex(a) + r")?(?P<id>[^\s\[\]<>{}\"]*)" + flex(b)
+            self.say(f"tool_calls: the id is written between the name and the arguments ({mid!r})")
+        elif two_body is not None:
+            # a part between the name and the arguments that differs from call to call (an index)
+            m2 = re.search(re.escape(P.TIME["function"]["name"]) + r"(.*?)\{", two_body, re.S)
+            if m2 and m2.group(1) != mid:
+                mid_rx = re.sub(r"\d+", r"\\d+", flex(mid))
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + _name_group(mid) + mid_rx
+        self.call_head = (outer or inner).split()[0]
+        self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
+        spec = {
+            "open_pattern": opening,
+            "close_pattern": (flex(post) + r"\s*") if post else r"(?<=\})\s*",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"allow_non_json": True},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        }
+        if with_id:
+            spec["transform"] = {"id": "{id}", **spec["transform"]}
+        return spec, self._outer_close(two_body, post)
+
+    def _pythonic(self, body, two_body):
+        i = body.find("[")
+        j = body.rfind("]")
+        if i < 0 or j < i:
+            raise InferError(f"tool_calls: Python calls outside a list ({body!r})")
+        try:
+            node = ast.parse(body[i: j + 1], mode="eval").body
+        except SyntaxError:
+            raise InferError(f"tool_calls: the call list is not Python ({body!r})") from None
+        if not isinstance(node, ast.List):
+            raise InferError(f"tool_calls: the calls are not a Python list ({body!r})")
+        open_, close = body[:i].strip(), body[j + 1:].strip()
+        spec: dict[str, Any] = {
+            "open_pattern": (r"\s*" + flex(open_)) if open_ else r"\s*(?=\[\s*[A-Za-z_][\w.\-]*\s*\()",
+            "content": "python-call-list",
+            "transform_each": True,
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}},
+        }
+        if close:
+            spec["close_pattern"] = flex(close) + r"\s*"
+        elif self.ends:
+            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        self.call_head = open_.split()[0] if open_ else ""
+        self.say(f"tool_calls: a Python call list after {open_!r}")
+        return spec, ""
+
+    def _tagged(self, body, two_body):
+        name = P.WEATHER["function"]["name"]
+        n = body.find(name)
+        if n < 0:
+            raise InferError(f"tool_calls: the function name is not in the rendered call {body!r}")
+        k1, v1 = body.find("city", n), body.find("Paris", n)
+        k2 = body.find("days", v1)
+        v2 = body.find("3", k2 + 4)
+        if not (n < k1 < v1 < k2 < v2):
+            raise InferError(f"tool_calls: tagged parameters not in key, value order ({body!r})")
+        head = body[n + len(name): k1]
+        kv = body[k1 + 4: v1]
+        between = body[v1 + len("Paris"): k2]
+        after = body[v2 + 1:]
+        tag_open = _common_suffix(head, between)
+        ws = re.search(r"\s", tag_open)
+        if ws:
+            tag_open = tag_open[ws.end():].lstrip()
+        if not tag_open:
+            raise InferError(f"tool_calls: no tag before each parameter ({body!r})")
+        tag_close = between[: len(between) - len(tag_open)].strip()
+        header = head[: len(head) - len(tag_open)].strip()
+        if tag_close and not after.strip().startswith(tag_close):
+            raise InferError(f"tool_calls: the last parameter does not close like the others ({body!r})")
+        post = after.strip()[len(tag_close):].strip()
+        pre = body[:n].strip()
+        if not pre:
+            raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
+        kv_rx = flex(kv.strip()).replace("><", r">\s*<") if kv.strip() else ""  # tags a model may put on lines
+        kv2 = body[k2 + 4: v2]
+        if kv2.strip() and kv2.strip() != kv.strip():
+            # the key's tag says the value's type (DeepSeek-V3.2's string="true" / "false"):
+            # the two renders' differing middles as alternatives
+            a, b = kv.strip(), kv2.strip()
+            i = P.common_prefix(a, b)
+            j = len(_common_suffix(a[i:], b[i:]))
+            kv_rx = (flex(a[:i]) + "(?:" + lit(a[i: len(a) - j]) + "|" + lit(b[i: len(b) - j]) + ")" + flex(a[len(a) - j:])).replace("><", r">\s*<")
+            self.say(f"tool_calls: the key's tag varies with the value: {a!r} / {b!r}")
+        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + (r"\n?" if kv.endswith("\n") else "") + r"(?P<value>.*?)" + (r"\n?" if between.startswith("\n") else "") + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
+        end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
+        pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
+        outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + (flex(header) if header else "")
+        self.call_head = (outer or inner).split()[0]
+        self.say(f"tool_calls: tagged parameters {tag_open!r} KEY {kv!r} VALUE {tag_close!r} in {pre!r} NAME {header!r} ... {post!r}")
+        spec = {
+            "open_pattern": opening,
+            "close_pattern": (flex(post) + r"\s*") if post else r"\s*(?=" + _one_of(self.ends or [r"\Z"]) + ")",
+            "repeats": True,
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": tag},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        }
+        return spec, self._outer_close(two_body, post)
+
+
+# --- verification ----------------------------------------------------------------------------
+def _reasoning_close_example(template: dict) -> str | None:
+    spec = template["fields"].get("reasoning_content")
+    if not spec:
+        return None
+    close = spec["close_pattern"].split("|(?=")[0]
+    return re.sub(r"\\(.)", r"\1", close)
+
+
+def _check(compiled, item: P.Rendered, template: dict) -> str | None:
+    output, expected = item.output, item.expected
+    variants = [(output, expected)]
+    close = _reasoning_close_example(template)
+    if "reasoning_content" not in expected and close:
+        variants.append((P.REASONING + close + output, {"reasoning_content": P.REASONING, **expected}))
+    why = None
+    for text, want in variants:
+        why = _parse_both(compiled, text, item.prefix, want)
+        if why is None:
+            return None
+    return why
+
+
+def _parse_both(compiled, text: str, prefix: str, want: dict) -> str | None:
+    try:
+        whole = compiled.parse(text, prefix=prefix, tools=P.TOOLS)
+    except Exception as exc:  # noqa: BLE001
+        return f"raises {type(exc).__name__}: {exc}"
+    if not P.matches(whole, want):
+        return f"got {P.normalize(whole)}, want {want}"
+    for size in (1, 7):
+        try:
+            parser = compiled.parser(prefix=prefix, tools=P.TOOLS)
+            for k in range(0, len(text), size):
+                parser.feed(text[k: k + size])
+            streamed, _ = parser.finalize()
+        except Exception as exc:  # noqa: BLE001
+            return f"streamed in {size}-character chunks: raises {type(exc).__name__}: {exc}"
+        if P.normalize(streamed) != P.normalize(whole):
+            return f"streamed in {size}-character chunks: got {P.normalize(streamed)}, whole {P.normalize(whole)}"
+    return None
+
+
+_PART = {
+    "answer": "end of turn",
+    "answer_no_tools": "end of turn",
+    "multi_turn": "start anchor",
+    "reasoning_answer": "reasoning",
+}
+
+
+def _part(probe_name: str) -> str:
+    if "call" in probe_name:
+        return "tool_calls"
+    if "reasoning" in probe_name:
+        return "reasoning"
+    return _PART.get(probe_name, "content")
+
+
+def verify(template: dict, chat: ChatTemplate, rendered: dict, *, random_count: int = 24, seed: int = 0) -> list[str]:
+    """What fails when the chat template's probes and ``random_count`` seeded random
+    conversations parse through ``template`` (whole and streamed); [] when all round-trip."""
+    from ..api import compile_template
+
+    compiled = compile_template(template)
+    failures = []
+    items = list(rendered.values())
+    rng = random.Random(seed)
+    for index in range(random_count):
+        result = P.render_probe(chat, P.random_probe(rng, index))
+        if not isinstance(result, str):
+            items.append(result)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for item in items:
+            why = _check(compiled, item, template)
+            if why and item.first_turn is not None and _check(compiled, item.first_turn, template) is None:
+                why = None  # two assistant turns: the first parses
+            if why:
+                failures.append(f"{_part(item.probe.name)}: probe {item.probe.name} ({item.output[:120]!r}): {why}")
+    return failures
+
+
+def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", random_count: int = 24, seed: int = 0) -> InferResult:
+    """``infer`` with what each probe showed (``lines``); ``template`` None and ``error`` set
+    when no verified template could be inferred."""
+    from ..compiler.lint import lint
+
+    chat = chat_template if isinstance(chat_template, ChatTemplate) else ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
+    engine = _Infer(chat)
+    try:
+        template = engine.infer()
+    except InferError as exc:
+        return InferResult(None, engine.lines, str(exc))
+    from ..compiler.validate import TemplateError
+
+    try:
+        failures = verify(template, chat, engine.rendered, random_count=random_count, seed=seed)
+    except TemplateError as exc:
+        return InferResult(None, engine.lines, f"verification: the inferred template does not compile: {exc}")
+    if failures:
+        engine.lines.extend(failures)
+        return InferResult(None, engine.lines, f"{failures[0]} (and {len(failures) - 1} more)" if len(failures) > 1 else failures[0])
+    for finding in lint(template):
+        engine.say(f"lint: {finding}")
+    engine.say(f"verified: {len(engine.rendered)} probes and {random_count} random conversations round-trip, whole and streamed")
+    return InferResult(template, engine.lines)
+
+
+def infer(chat_template, *, bos_token: str = "", eos_token: str = "") -> dict:
+    """A response template for the chat template ``chat_template`` (its jinja text), verified to
+    parse back what the chat template renders; raises ``InferError`` naming the part it could not
+    infer (``infer_report`` gives every probe's render)."""
+    result = infer_report(chat_template, bos_token=bos_token, eos_token=eos_token)
+    if result.template is None:
+        raise InferError(result.error)
+    return result.template

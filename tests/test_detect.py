@@ -1,0 +1,210 @@
+"""respc.detect, respc.for_model and `respc detect` on chat templates written for these tests."""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import chat_templates as C  # noqa: E402
+
+import respc  # noqa: E402
+from respc.chat import probes  # noqa: E402
+from respc.chat.detect import detect_report  # noqa: E402
+from respc.chat.render import ChatTemplate, ChatTemplateError  # noqa: E402
+from respc.cli import main  # noqa: E402
+
+
+def test_render_like_transformers():
+    chat = ChatTemplate(
+        "{{ bos_token }}{{ messages[0].content | tojson }}{% generation %}[{{ strftime_now('%Y') }}]{% endgeneration %}"
+        "{% for x in [1, 2, 3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}"
+        "{{ messages[0].thinking }}",
+        bos_token="<s>",
+    )
+    text = chat.render([{"role": "user", "content": "Zürich", "reasoning_content": "r"}])
+    assert text.startswith('<s>"Zürich"[20') and text.endswith("]1r")  # ensure_ascii=False, loop controls, aliasing
+
+
+def test_render_that_raises_is_none():
+    chat = ChatTemplate(C.RAISES_ON_TOOLS)
+    assert chat.render([probes.USER], tools=probes.TOOLS) is None
+    assert "does not support tools" in chat.last_error
+    assert chat.render([probes.USER]) is not None
+
+
+def test_bad_jinja_names_the_line():
+    with pytest.raises(ChatTemplateError, match="line 1"):
+        ChatTemplate("{% for %}")
+
+
+def test_chatml_json_calls_detects_a_family_that_round_trips():
+    family = respc.detect(C.CHATML_JSON)
+    assert family is not None
+    chat = ChatTemplate(C.CHATML_JSON)
+    item = probes.render_probe(chat, probes.base_probes()[5])  # two calls
+    parsed = respc.load(family).parse(item.output, prefix=item.prefix, tools=probes.TOOLS)
+    assert [c["function"]["name"] for c in parsed["tool_calls"]] == ["get_weather", "get_time"]
+
+
+def test_tagged_xml_parameters_detect_a_tagged_family():
+    family = respc.detect(C.TAGGED_XML)
+    assert family is not None
+    assert respc.load(family).template["fields"]["tool_calls"]["content"] == "xml-inline"
+
+
+def test_no_family_fits_says_why():
+    result = detect_report(C.PYTHONIC)
+    assert result.family is None
+    assert "no bundled" in result.explain()
+
+
+def test_template_that_raises_on_tools_skips_those_probes():
+    result = detect_report(C.RAISES_ON_TOOLS)
+    assert "the prompt raises" in result.skipped["call"]
+    assert "answer_no_tools" in result.probes
+
+
+def test_stricter_family_wins_a_tie():
+    # every ChatML family parses a content-only reply; the template that reads no reasoning or
+    # calls the chat template never renders is not taken over one that does
+    result = detect_report(C.NO_TOOLS)
+    assert len(result.fitting) > 1 and result.family in result.fitting
+
+
+def test_for_model_prefers_the_shipped_response_template(tmp_path):
+    template = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"content": "text"}}}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": C.CHATML_JSON, "response_template": template}))
+    assert respc.for_model(str(tmp_path)).template == template
+
+
+def test_for_model_detects_from_chat_template_jinja(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": {"content": "<|im_end|>"}}))
+    (tmp_path / "chat_template.jinja").write_text(C.CHATML_JSON)
+    report = []
+    compiled = respc.for_model(str(tmp_path), report=report)
+    assert compiled.name == respc.detect(C.CHATML_JSON)
+    assert "detected" in report[0]
+
+
+def test_for_model_reads_a_tokenizer_object():
+    class Tok:
+        chat_template = C.CHATML_JSON
+        bos_token, eos_token = None, "<|im_end|>"
+
+    assert respc.for_model(Tok()).name == respc.detect(C.CHATML_JSON)
+
+
+def test_cli_detect(tmp_path, capsys):
+    path = tmp_path / "t.jinja"
+    path.write_text(C.CHATML_JSON)
+    assert main(["detect", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == respc.detect(C.CHATML_JSON)
+    path.write_text(C.PYTHONIC)
+    assert main(["detect", str(path)]) == 1
+    assert "no bundled family fits" in capsys.readouterr().err
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": C.CHATML_JSON}))
+    assert main(["detect", str(config)]) == 0
+    assert main(["detect", str(tmp_path / "missing.jinja")]) == 2
+
+
+_CONTENT = "{%- if m.content %}{{- m.content }}{%- endif %}"
+_FIRST_NL = "{%- if loop.first and m.content %}{{- '\\n' }}{%- endif %}"
+# content next to calls written as a second assistant turn after the calls
+TWO_TURNS = C.CHATML_JSON.replace(_CONTENT, "{%- if m.content and not m.tool_calls %}{{- m.content }}{%- endif %}").replace(_FIRST_NL, "").replace(
+    "{%- endfor %}\n{{- '<|im_end|>\\n' }}\n{%- elif",
+    "{%- endfor %}\n{%- if m.content and m.tool_calls %}{{- '<|im_end|>\\n<|im_start|>assistant\\n' + m.content }}{%- endif %}\n{{- '<|im_end|>\\n' }}\n{%- elif",
+)
+# content next to calls rendered as reasoning (as gpt-oss's analysis channel)
+CONTENT_AS_REASONING = C.CHATML_JSON.replace(
+    _CONTENT,
+    "{%- if m.content and m.tool_calls %}{{- '<think>\\n' + m.content + '\\n</think>\\n\\n' }}{%- elif m.content %}{{- m.content }}{%- endif %}",
+).replace(_FIRST_NL, "")
+
+
+def test_content_after_calls_as_a_second_turn_still_detects():
+    chat = ChatTemplate(TWO_TURNS)
+    item = probes.render_probe(chat, next(p for p in probes.base_probes() if p.name == "content_call"))
+    assert item.first_turn is not None and "Let me check." not in item.first_turn.output
+    assert respc.detect(TWO_TURNS) is not None
+
+
+def test_content_rendered_as_reasoning_next_to_calls_does_not_veto():
+    family = respc.detect(CONTENT_AS_REASONING)
+    assert family is not None
+    assert "reasoning_content" in respc.load(family).template["fields"]
+
+
+def test_shared_close_is_read_after():
+    # the prompt pre-closes an empty block; the history writes its close again
+    source = C.CHATML_JSON.replace(
+        "{{- '<|im_start|>assistant\\n' }}{%- endif %}", "{{- '<|im_start|>assistant\\n<think></think>' }}{%- endif %}"
+    ).replace("{{- '<|im_start|>assistant\\n' }}\n", "{{- '<|im_start|>assistant\\n</think>' }}\n", 1)
+    item = probes.render_probe(ChatTemplate(source), probes.base_probes()[0])
+    assert item.output.startswith("The capital") and "</think>" in item.note
+
+
+def test_functions_and_datetime_kwargs_where_the_template_reads_them():
+    chat = ChatTemplate("{{ functions }}|{{ datetime }}")
+    text = chat.render([probes.USER], tools=probes.TOOLS)
+    functions, when = text.split("|")
+    assert [f["name"] for f in json.loads(functions)] == ["get_weather", "get_time", "set_alarm"]
+    assert when[:2] == "20"
+    assert ChatTemplate("{{ tools | length }}").render([probes.USER], tools=probes.TOOLS) == "3"
+
+
+# a template written here whose prompt is the lfm2 family's (its sample prompts) and whose calls
+# are JSON inside the family's markers, where the family writes Python calls
+JSON_INSIDE_PYTHON_MARKERS = """{{- bos_token }}
+{%- if tools %}{{- '<|im_start|>system\\nList of tools: <|tool_list_start|>' + tools | tojson + '<|tool_list_end|><|im_end|>\\n' }}{%- endif %}
+{%- for m in messages %}
+{{- '<|im_start|>' + m.role + '\\n' }}
+{%- for tc in m.tool_calls or [] %}{%- if loop.first %}{{- '<|tool_call_start|>[' }}{%- else %}{{- ', ' }}{%- endif %}
+{{- {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- if loop.last %}{{- ']<|tool_call_end|>' }}{%- endif %}
+{%- endfor %}
+{{- (m.content or '') + '<|im_end|>\\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"""
+
+
+def test_own_prompt_with_another_call_body_fits_its_family():
+    result = detect_report(JSON_INSIDE_PYTHON_MARKERS, bos_token="<|startoftext|>")
+    assert result.family == "lfm2", result.explain()
+    assert all(why.startswith("excused") for _, why in result.failures["lfm2"])
+    # without the family's prompt, the same calls fit no family
+    other = JSON_INSIDE_PYTHON_MARKERS.replace("List of tools: ", "Tools:\\n").replace("tools | tojson", "tools | tojson(indent=2)")
+    assert respc.detect(other, bos_token="<|startoftext|>") is None
+
+
+def _inst(call_id: bool, system: str = "") -> str:
+    """A Mistral-like template written here: [INST]...[/INST], calls as [TOOL_CALLS]name[ARGS]{...}."""
+    cid = "{{- '[CALL_ID]' + tc.id }}" if call_id else ""
+    return (
+        "{{- bos_token }}"
+        + (f"{{{{- '[SYSTEM_PROMPT]{system}[/SYSTEM_PROMPT]' }}}}" if system else "")
+        + "{%- for m in messages %}"
+        "{%- if m.role == 'user' %}{{- '[INST]' + m.content + '[/INST]' }}"
+        "{%- elif m.role == 'tool' %}{{- '[TOOL_RESULTS]' + m.content + '[/TOOL_RESULTS]' }}"
+        "{%- else %}{{- m.content or '' }}"
+        "{%- for tc in m.tool_calls or [] %}{{- '[TOOL_CALLS]' + tc.function.name }}" + cid + "{{- '[ARGS]' + tc.function.arguments | tojson }}{%- endfor %}"
+        "{{- eos_token }}{%- endif %}{%- endfor %}"
+    )
+
+
+def test_rendered_ids_prefer_the_family_that_reads_them():
+    with_ids = detect_report(_inst(True), bos_token="<s>", eos_token="</s>")
+    assert "mistral-small-3.2" in with_ids.fitting and len(with_ids.fitting) > 1
+    assert with_ids.family == "mistral-small-3.2"
+    from respc.chat.detect import _ids_given_back, render_all
+
+    rendered, _ = render_all(ChatTemplate(_inst(True), bos_token="<s>", eos_token="</s>"))
+    assert _ids_given_back(respc.load("mistral-small-3.2"), rendered) > _ids_given_back(respc.load("devstral-small"), rendered) == 0
+
+
+def test_reasoning_marker_in_the_prompt_counts_as_shown():
+    source = _inst(False, system="Think first, inside [THINK]your thoughts[/THINK], then answer.")
+    assert respc.detect(source, bos_token="<s>", eos_token="</s>") == "ministral-3-reasoning"
+    assert respc.detect(_inst(False), bos_token="<s>", eos_token="</s>") != "ministral-3-reasoning"
