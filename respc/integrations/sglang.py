@@ -45,7 +45,7 @@ import re
 from typing import Any
 
 from ..api import CompiledTemplate, compile_template, resolve_template
-from ..openai import DeltaParser, to_message
+from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
@@ -258,13 +258,56 @@ class _Stream:
         return self._split(deltas)
 
 
-def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: list[dict] | None) -> dict:
-    """A whole output as an OpenAI message dict (``respc.openai.to_message``)."""
+def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: list[dict] | None) -> tuple:
+    """A whole output: ``(reasoning, content, calls)``, the calls as ``(index, name,
+    arguments text)``, as ``respc.openai.to_message`` writes them (SGLang makes the ids)."""
     message, _errors = compiled.parse(text, prefix=prefix or "", tools=tools, on_malformed="collect")
-    return to_message(message)
+    reasoning = message.get("reasoning_content")
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    return (
+        reasoning if isinstance(reasoning, str) else "",
+        content if isinstance(content, str) else "",
+        [
+            (index, function_name(call.get("function") if isinstance(call, dict) else None),
+             arguments_text(call.get("function") if isinstance(call, dict) else call))
+            for index, call in enumerate(calls)
+        ] if isinstance(calls, list) else [],
+    )
 
 
 # -- the detectors -------------------------------------------------------------------------
+
+
+def _constructor(model: type, names: tuple[str, ...]):
+    """``f(*values)``: an instance of the pydantic model ``model`` with these fields, as
+    ``model.model_construct`` makes it (no validation), made directly; ``model_construct``
+    itself where the direct one does not give the same instance (another pydantic)."""
+    new, put = object.__new__, object.__setattr__
+    fields = set(names)
+
+    def direct(*values: Any) -> Any:
+        obj = new(model)
+        put(obj, "__dict__", dict(zip(names, values)))
+        put(obj, "__pydantic_fields_set__", fields)
+        put(obj, "__pydantic_extra__", None)
+        put(obj, "__pydantic_private__", None)
+        return obj
+
+    def constructed(*values: Any) -> Any:
+        return model.model_construct(**dict(zip(names, values)))
+
+    try:
+        defaults = [model.model_fields[name].default for name in names]
+        sample = tuple(
+            0 if name == "tool_index" else "" if value.__class__.__name__ == "PydanticUndefinedType" else value
+            for name, value in zip(names, defaults)
+        )
+        a, b = direct(*sample), constructed(*sample)
+        same = a == b and a.model_dump() == b.model_dump() and a.__dict__ == b.__dict__
+    except Exception:
+        same = False
+    return direct if same else constructed
 
 
 def _make_classes() -> tuple[type, type]:
@@ -288,6 +331,11 @@ def _make_classes() -> tuple[type, type]:
 
     def reasoning_result(normal: str, reasoning: str):
         return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
+
+    # the results as SGLang's pydantic models, made without validating what respc made
+    # (validation, even model_construct, costs more than a chunk's parse)
+    result = _constructor(StreamingParseResult, ("normal_text", "calls"))
+    item = _constructor(ToolCallItem, ("tool_index", "name", "parameters"))
 
     class RespcReasoningDetector(ReasoningBase):
         """SGLang reasoning detector ``respc``: parses the whole output with the template once
@@ -359,15 +407,9 @@ def _make_classes() -> tuple[type, type]:
             return reasoning_result(content, reasoning)
 
         def detect_and_parse(self, text: str):
-            message = _whole(self.compiled, text, self._prefix, self._tools)
-            reasoning = message.get("reasoning_content") or ""
-            content = message.get("content") or ""
+            reasoning, content, calls = _whole(self.compiled, text, self._prefix, self._tools)
             if self._force_nonempty_content and not content:
                 content, reasoning = reasoning, ""
-            calls = [
-                (index, call["function"]["name"], call["function"]["arguments"])
-                for index, call in enumerate(message.get("tool_calls") or ())
-            ]
             _hand_over(self, content, calls)
             return reasoning_result(content, reasoning)
 
@@ -427,7 +469,7 @@ def _make_classes() -> tuple[type, type]:
             return True  # calls are the message's, declared or not (respc's message)
 
         # -- one-shot
-        def _message(self, text: str) -> dict:
+        def _message(self, text: str) -> tuple:
             if self._last is None or self._last[0] != text:
                 self._last = (text, _whole(self.compiled, text, self._prefix, self._tools))
             return self._last[1]
@@ -447,7 +489,7 @@ def _make_classes() -> tuple[type, type]:
             handoff = self._from_reasoning(text)
             if handoff is not None:
                 return bool(handoff.calls)
-            return bool(self._message(text).get("tool_calls"))
+            return bool(self._message(text)[2])
 
         def detect_and_parse(self, text: str, tools: Any):
             handoff = self._from_reasoning(text)
@@ -456,16 +498,9 @@ def _make_classes() -> tuple[type, type]:
                 calls = handoff.calls
                 normal = text
             else:
-                message = self._message(text)
-                calls = [
-                    (index, call["function"]["name"], call["function"]["arguments"])
-                    for index, call in enumerate(message.get("tool_calls") or ())
-                ]
-                normal = (message.get("reasoning_content") or "") + (message.get("content") or "")
-            return StreamingParseResult(
-                normal_text=normal,
-                calls=[ToolCallItem(tool_index=index, name=name, parameters=args) for index, name, args in calls],
-            )
+                reasoning, content, calls = self._message(text)
+                normal = reasoning + content
+            return result(normal, [item(index, name, args) for index, name, args in calls])
 
         # -- streaming
         def _items(self, calls: list) -> list:
@@ -481,7 +516,7 @@ def _make_classes() -> tuple[type, type]:
                     self.current_tool_name_sent = True
                 self.streamed_args_for_tool[index] += fragment
                 self.prev_tool_call_arr[index]["arguments"] = self.streamed_args_for_tool[index]
-                items.append(ToolCallItem(tool_index=index, name=name, parameters=fragment))
+                items.append(item(index, name, fragment))
             return items
 
         def _step(self, new_text: str, final: bool):
@@ -501,7 +536,7 @@ def _make_classes() -> tuple[type, type]:
             items = self._items(calls)
             if final:
                 self._settle()
-            return StreamingParseResult(normal_text=normal, calls=items)
+            return result(normal, items)
 
         def _settle(self) -> None:
             """At the end, the arguments the server reads (prev_tool_call_arr) as values where
