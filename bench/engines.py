@@ -96,7 +96,7 @@ def _parsers(names: tuple[str, str | None], tok, prefix: str, tools):
     rp = None
     if reasoning_name:
         rp = ReasoningParser(reasoning_name, True, None, request, tokenizer=tok, tool_call_parser_active=True)
-    fcp = FunctionCallParser(tools=driver.tools_of(tools), tool_call_parser=tool_name, tokenizer=tok, prefix=prefix)
+    fcp = FunctionCallParser(tools=driver.tools_of(tools), tool_call_parser=tool_name, tokenizer=tok, **driver._prompt(prefix))
     return rp, fcp
 
 

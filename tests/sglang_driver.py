@@ -67,6 +67,16 @@ def request_of(prefix: str, tools: list[dict] | None):
     return request
 
 
+def _prompt(prefix: str) -> dict:
+    """The prompt arguments this SGLang's FunctionCallParser takes (0.5.22 takes none)."""
+    import inspect
+
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    accepted = inspect.signature(FunctionCallParser).parameters
+    return {k: v for k, v in (("prefix", prefix), ("constrained", False)) if k in accepted}
+
+
 def _tool_call_id(name: str | None) -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -103,7 +113,7 @@ def stream(deltas: list[str], *, tokenizer: Any, prefix: str, tools: list[dict] 
         if active:
             if fcp is None:
                 fcp = FunctionCallParser(tools=effective, tool_call_parser=tool_call_parser, tokenizer=tokenizer,
-                                         prefix=prefix, constrained=False)
+                                         **_prompt(prefix))
             normal, calls = fcp.parse_stream_chunk(delta)
             if final:
                 end_text, end_calls = fcp.parse_stream_end()
@@ -153,7 +163,7 @@ def whole(text: str, *, tokenizer: Any, prefix: str, tools: list[dict] | None,
     )
     if active:
         parser = FunctionCallParser(effective, tool_call_parser, tokenizer=tokenizer, tool_choice="auto",
-                                    prefix=prefix, constrained=False)
+                                    **_prompt(prefix))
         if parser.has_tool_call(text):
             text, infos = parser.parse_non_stream(text)
             tool_calls = [
