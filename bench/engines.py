@@ -23,7 +23,8 @@ parsers), in the same 4-character chunks:
   1 MB figure stays near the 10 KB one.
 
 Figures are medians over interleaved rounds (engine, respc, engine, ...), the ratios medians
-of the per-round ratios. vLLM's parsers are not benched here (see docs/engines.md).
+of the per-round ratios; times are the process's CPU time (``time.process_time``), which a
+loaded machine disturbs far less than wall time. vLLM's parsers are not benched here (see docs/engines.md).
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import sglang_driver as driver  # noqa: E402
 
-perf = time.perf_counter
+#: CPU time of this process: on a shared machine (load several times its cores) wall time
+#: mostly measures the other processes
+perf = time.process_time
 
 #: respc family -> (SGLang tool-call parser, SGLang reasoning parser or None)
 ENGINE = {
