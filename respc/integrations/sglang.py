@@ -210,12 +210,10 @@ class _Stream:
     """One output through ``DeltaParser``: each feed's reasoning text, content text and call
     deltas ``(index, name or None, arguments fragment)``."""
 
-    __slots__ = ("parser", "names", "args", "finished")
+    __slots__ = ("parser", "finished")
 
     def __init__(self, compiled: CompiledTemplate, prefix: str | None, tools: list[dict] | None):
         self.parser = DeltaParser(compiled, prefix=prefix, tools=tools, on_malformed="event")
-        self.names: list[str] = []
-        self.args: list[str] = []
         self.finished = False
 
     def _split(self, deltas: list[dict]) -> tuple[str, str, list[tuple[int, str | None, str]]]:
@@ -233,12 +231,6 @@ class _Stream:
                 function = call.get("function") or {}
                 name = function.get("name")
                 fragment = function.get("arguments") or ""
-                while len(self.args) <= index:
-                    self.args.append("")
-                    self.names.append("")
-                if name:
-                    self.names[index] = name
-                self.args[index] += fragment
                 if calls and calls[-1][0] == index and name is None and calls[-1][2] is not None:
                     calls[-1] = (index, calls[-1][1], calls[-1][2] + fragment)
                 else:
@@ -371,7 +363,7 @@ def _make_classes() -> tuple[type, type]:
             self._tools = _tool_dicts(tools)
             self._force_nonempty_content = force_nonempty_content
             self._stream: _Stream | None = None
-            self._held_reasoning = ""
+            self._held_reasoning: list[str] = []
 
         # what the server asks of the response-template kind
         def get_think_end_token_ids(self, tokenizer: Any) -> list[int]:
@@ -401,7 +393,8 @@ def _make_classes() -> tuple[type, type]:
 
         def _handoff(self, reasoning: str, content: str, calls: list, add: bool = False):
             if not self.stream_reasoning:
-                self._held_reasoning += reasoning
+                if reasoning:
+                    self._held_reasoning.append(reasoning)
                 reasoning = ""
             _hand_over(self, content, calls, add)
             return reasoning_result(content, reasoning)
@@ -423,7 +416,7 @@ def _make_classes() -> tuple[type, type]:
                 self._stream = _Stream(self.compiled, self._prefix, self._tools)
             reasoning, content, calls = self._stream.finish()
             if not self.stream_reasoning:
-                reasoning, self._held_reasoning = self._held_reasoning + reasoning, ""
+                reasoning, self._held_reasoning = "".join(self._held_reasoning) + reasoning, []
                 self.stream_reasoning = True
             return self._handoff(reasoning, content, calls, add=True)
 
@@ -461,6 +454,7 @@ def _make_classes() -> tuple[type, type]:
             self._tools = _tool_dicts(tools)
             self._constrained = constrained
             self._stream: _Stream | None = None
+            self._pieces: list[list[str]] = []  # per call, the argument fragments sent
             self._paired: Any = None  # the reasoning detector whose parse this one takes
             self._last: tuple[str, dict] | None = None  # (text, message) of a whole parse
 
@@ -504,18 +498,22 @@ def _make_classes() -> tuple[type, type]:
 
         # -- streaming
         def _items(self, calls: list) -> list:
+            # the fragments sent are kept as pieces and joined at the end (_settle): adding
+            # each to a growing string would copy the argument per chunk (not flat)
             items = []
+            pieces = self._pieces
             for index, name, fragment in calls:
                 while len(self.streamed_args_for_tool) <= index:
                     self.streamed_args_for_tool.append("")
                     self.prev_tool_call_arr.append({})
+                    pieces.append([])
                 if name is not None:
                     self.prev_tool_call_arr[index] = {"name": name, "arguments": ""}
                     self.incomplete_tool_call_indices.add(index)
                     self.current_tool_id = index
                     self.current_tool_name_sent = True
-                self.streamed_args_for_tool[index] += fragment
-                self.prev_tool_call_arr[index]["arguments"] = self.streamed_args_for_tool[index]
+                if fragment:
+                    pieces[index].append(fragment)
                 items.append(item(index, name, fragment))
             return items
 
@@ -542,7 +540,10 @@ def _make_classes() -> tuple[type, type]:
             """At the end, the arguments the server reads (prev_tool_call_arr) as values where
             the text sent is their canonical JSON: what was sent, nothing more to send."""
             self.incomplete_tool_call_indices.clear()
-            for call, text in zip(self.prev_tool_call_arr, self.streamed_args_for_tool):
+            for index, parts in enumerate(self._pieces):
+                text = self.streamed_args_for_tool[index] = "".join(parts)
+                call = self.prev_tool_call_arr[index]
+                call["arguments"] = text
                 try:
                     value = json.loads(text)
                 except ValueError:
