@@ -1,0 +1,280 @@
+"""respc inside SGLang against SGLang's own per-model parsers, on the same outputs.
+
+    pip install --no-deps -r tests/requirements-sglang.txt   # SGLang's parser layer, CPU only
+    python bench/engines.py            # 30 interleaved rounds
+    python bench/engines.py --quick    # 5 rounds
+
+For each family that SGLang has its own detectors for (the table ``ENGINE``), every sample
+of templates/samples/<family>.json goes through SGLang's ``ReasoningParser`` and
+``FunctionCallParser`` the way its chat server drives them (the reasoning parser first, its
+normal text to the tool parser; tests/sglang_driver.py says where each step is in
+serving_chat.py), once with SGLang's own detectors and once with respc's (``respc`` for both
+parsers), in the same 4-character chunks:
+
+* **per chunk**: µs per chunk of a whole stream (the parsers made beforehand, their end
+  parse included); the target is respc's plugin at least 5x below the engine's own parser;
+* **one-shot**: µs per output of the engine's ``detect_and_parse`` (reasoning, then tool
+  calls) against respc's whole parse with ``respc.openai.to_message`` (the OpenAI message
+  the plugin hands SGLang) and against the plugin's own ``detect_and_parse`` pair; the
+  target is respc at least 2x faster;
+* **at size**: one call whose string argument is 10 KB and 1 MB (the family's sample call,
+  its last argument value made long): µs per 4-character chunk once nearly all of the
+  argument has been fed (the stream fed up to there in one piece, untimed): flat means the
+  1 MB figure stays near the 10 KB one.
+
+Figures are medians over interleaved rounds (engine, respc, engine, ...), the ratios medians
+of the per-round ratios; times are the process's CPU time (``time.process_time``), which a
+loaded machine disturbs far less than wall time. vLLM's parsers are not benched here (see docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import sglang_driver as driver  # noqa: E402
+
+#: CPU time of this process: on a shared machine (load several times its cores) wall time
+#: mostly measures the other processes
+perf = time.process_time
+
+#: respc family -> (SGLang tool-call parser, SGLang reasoning parser or None)
+ENGINE = {
+    "qwen3": ("qwen", "qwen3"),
+    "qwq": ("qwen", "qwen3"),
+    "hermes3": ("hermes", None),
+    "qwen3-coder": ("qwen3_coder", None),
+    "qwen3.5": ("qwen3_coder", "qwen3"),
+    "deepseek-r1": ("deepseekv3", "deepseek-r1"),
+    "deepseek-v3.1": ("deepseekv31", "deepseek-v3"),
+    "deepseek-v3.2": ("deepseekv32", "deepseek-v3"),
+    "kimi-k2": ("kimi_k2", None),
+    "kimi-k2-thinking": ("kimi_k2", "kimi_k2"),
+    "gpt-oss": ("gpt-oss", "gpt-oss"),
+    "glm-4.5": ("glm45", "glm45"),
+    "glm-4.7-flash": ("glm47", "glm45"),
+    "llama3.2": ("llama3", None),
+    "llama4": ("pythonic", None),
+    "mistral-small-3.2": ("mistral", None),
+    "minimax-m2": ("minimax-m2", None),
+    "mimo": ("mimo", "mimo"),
+    "step-3.5-flash": ("step3p5", "step3p5"),
+    "gemma4": ("gemma4", "gemma4"),
+    "lfm2": ("lfm2", None),
+}
+
+
+class _Tok:
+    """What the detectors read of a tokenizer: the response template (for respc's)."""
+
+    def __init__(self, template: dict):
+        self.response_template = template
+        self.init_kwargs: dict = {}
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+
+def chunks_of(text: str, size: int = 4) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _parsers(names: tuple[str, str | None], tok, prefix: str, tools):
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    tool_name, reasoning_name = names
+    request = driver.request_of(prefix, tools)
+    rp = None
+    if reasoning_name:
+        rp = ReasoningParser(reasoning_name, True, None, request, tokenizer=tok, tool_call_parser_active=True)
+    fcp = FunctionCallParser(tools=driver.tools_of(tools), tool_call_parser=tool_name, tokenizer=tok, **driver._prompt(prefix))
+    return rp, fcp
+
+
+def run_stream(names, tok, prefix, tools, chunks) -> float:
+    """Seconds for one stream through the pair (parsers made beforehand)."""
+    rp, fcp = _parsers(names, tok, prefix, tools)
+    last = len(chunks) - 1
+    start = perf()
+    for position, delta in enumerate(chunks):
+        if rp is not None:
+            _, delta = rp.parse_stream_chunk(delta)
+            if position == last:
+                _, end = rp.parse_stream_end()
+                delta = (delta or "") + (end or "")
+        fcp.parse_stream_chunk(delta or "")
+        if position == last:
+            fcp.parse_stream_end()
+    return perf() - start
+
+
+def run_whole_engine_once(names, tok, prefix, tools, text) -> float:
+    """The engine's one-shot parse: the reasoning detector's ``detect_and_parse``, then
+    the tool detector's on its normal text."""
+    rp, fcp = _parsers(names, tok, prefix, tools)
+    start = perf()
+    if rp is not None:
+        text = rp.detector.detect_and_parse(text).normal_text
+    fcp.detector.detect_and_parse(text, fcp.tools)
+    return perf() - start
+
+
+def run_whole_respc(compiled, prefix, tools, text) -> float:
+    from respc.openai import to_message
+
+    start = perf()
+    to_message(compiled.parse(text, prefix=prefix, tools=tools))
+    return perf() - start
+
+
+def run_at_size(names, tok, prefix, tools, head: str, tail_chunks: list[str]) -> float:
+    """Seconds per chunk for ``tail_chunks`` after ``head`` was fed in one piece."""
+    rp, fcp = _parsers(names, tok, prefix, tools)
+
+    def step(delta):
+        if rp is not None:
+            _, delta = rp.parse_stream_chunk(delta)
+        fcp.parse_stream_chunk(delta or "")
+
+    step(head)
+    start = perf()
+    for delta in tail_chunks:
+        step(delta)
+    return (perf() - start) / len(tail_chunks)
+
+
+def _interleave(runners: dict, repeats: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {key: [] for key in runners}
+    for _ in range(repeats):
+        for key, run in runners.items():
+            gc.disable()
+            try:
+                times[key].append(run())
+            finally:
+                gc.enable()
+    return times
+
+
+def _ratio(times, slow, fast) -> float:
+    return statistics.median(a / b for a, b in zip(times[slow], times[fast]) if b > 0)
+
+
+def _big_case(samples: dict, size: int):
+    """A sample with a call whose last ``Paris`` (an argument value) is ``size`` characters."""
+    for case in samples["cases"]:
+        output = case["output"]
+        if case.get("cut") or "Paris" not in output or not case.get("tools", True):
+            continue
+        at = output.rfind("Paris")
+        filler = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+        return case["prefix"], output[:at] + filler + output[at + 5:], at + size
+    return None
+
+
+def _sglang_version() -> str:
+    from importlib.metadata import version
+
+    return version("sglang")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 rounds instead of 30")
+    parser.add_argument("--family", action="append", help="only these families (repeatable)")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else 30
+    why = driver.import_sglang()
+    if why is not None:
+        raise SystemExit(why)
+    logging.disable(logging.CRITICAL)  # the engine's parsers log every unknown tool and fault
+    import respc
+    import respc.runtime.base
+    from respc.integrations import sglang as plugin
+
+    plugin.register()
+    families = [f for f in ENGINE if not args.family or f in args.family]
+    runtime = "compiled" if respc.runtime.base.__file__.endswith(".so") else "pure Python"
+    print(f"respc {respc.__version__} ({runtime} runtime), SGLang {_sglang_version()}")
+    print(f"{repeats} interleaved rounds; µs medians; ratio = engine / respc (targets: per chunk >= 5x, one-shot >= 2x)")
+    print()
+    print(f"| family | SGLang parsers | per chunk: SGLang | respc plugin | ratio | one-shot: SGLang detect_and_parse "
+          "| respc parse+to_message | ratio | plugin detect_and_parse | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    sized = []
+    for family in families:
+        names = ENGINE[family]
+        samples = json.loads((ROOT / "templates" / "samples" / f"{family}.json").read_text(encoding="utf-8"))
+        compiled = respc.load(family)
+        tok = _Tok(compiled.template)
+        cases = [c for c in samples["cases"] if not c.get("cut")]
+        totals = {"engine": [], "respc": [], "whole_engine": [], "whole_respc": [], "whole_plugin": []}
+        n_chunks = 0
+        for case in cases:
+            tools = samples.get("tools") if case.get("tools", True) else None
+            prefix, output = case["prefix"], case["output"]
+            chunks = chunks_of(output)
+            n_chunks += len(chunks)
+            t = copy.deepcopy(tools)
+            runners = {
+                "engine": lambda: run_stream(names, tok, prefix, t, chunks),
+                "respc": lambda: run_stream(("respc", "respc"), tok, prefix, t, chunks),
+                "whole_engine": lambda: run_whole_engine_once(names, tok, prefix, t, output),
+                "whole_respc": lambda: run_whole_respc(compiled, prefix, t, output),
+                "whole_plugin": lambda: run_whole_engine_once(("respc", "respc"), tok, prefix, t, output),
+            }
+            try:
+                times = _interleave(runners, repeats)
+            except Exception as error:  # an engine parser that raises on this sample
+                print(f"<!-- {family}/{case['name']}: {type(error).__name__}: {error} -->")
+                continue
+            for key in totals:
+                totals[key].append(times[key])
+        if not totals["engine"]:
+            continue
+        # per round: the sum over the family's samples
+        rounds = {key: [sum(case[r] for case in totals[key]) for r in range(repeats)] for key in totals}
+        per_chunk = {k: statistics.median(rounds[k]) / n_chunks * 1e6 for k in ("engine", "respc")}
+        whole = {k: statistics.median(rounds[k]) / len(totals[k]) * 1e6 for k in ("whole_engine", "whole_respc", "whole_plugin")}
+        label = names[0] + (f" + {names[1]}" if names[1] else "")
+        print(f"| {family} | {label} | {per_chunk['engine']:.1f} | {per_chunk['respc']:.1f} | "
+              f"{_ratio(rounds, 'engine', 'respc'):.1f}x | {whole['whole_engine']:.1f} | {whole['whole_respc']:.1f} | "
+              f"{_ratio(rounds, 'whole_engine', 'whole_respc'):.2f}x | {whole['whole_plugin']:.1f} | "
+              f"{_ratio(rounds, 'whole_engine', 'whole_plugin'):.2f}x |", flush=True)
+        if family in ("qwen3", "kimi-k2", "gpt-oss", "qwen3-coder", "deepseek-v3.1"):
+            sized.append((family, names, samples, tok))
+    print()
+    print("| family | argument | per chunk: SGLang | respc plugin | ratio |")
+    print("|---|---|---|---|---|")
+    for family, names, samples, tok in sized:
+        for size, label in ((10_000, "10 KB"), (1_000_000, "1 MB")):
+            found = _big_case(samples, size)
+            if found is None:
+                continue
+            prefix, output, end = found
+            big = size > 100_000  # SGLang's own parsers take up to seconds per chunk there
+            head, tail = output[: end - 200], chunks_of(output[end - 200: end - (180 if big else 120)])
+            tools = samples.get("tools")
+            reps = 3 if big else repeats
+            runners = {
+                "engine": lambda: run_at_size(names, tok, prefix, tools, head, tail),
+                "respc": lambda: run_at_size(("respc", "respc"), tok, prefix, tools, head, tail),
+            }
+            times = _interleave(runners, reps)
+            print(f"| {family} | {label} | {statistics.median(times['engine']) * 1e6:.1f} | "
+                  f"{statistics.median(times['respc']) * 1e6:.2f} | {_ratio(times, 'engine', 'respc'):.0f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

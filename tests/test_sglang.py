@@ -1,0 +1,270 @@
+"""respc inside SGLang (respc/integrations/sglang.py), through SGLang's own parser layer.
+
+For every bundled family and each of its samples, the output goes through SGLang's
+``ReasoningParser`` and ``FunctionCallParser`` with the ``respc`` detectors, driven as SGLang's
+OpenAI chat server drives them (tests/sglang_driver.py): a tokenizer built here with the
+``tokenizers`` library (the format's markers as special tokens) cuts the output into tokens,
+detokenized with special tokens kept; one token per delta, four tokens per delta
+(speculative decoding), and the non-streaming parse. The streamed deltas are accumulated by
+the ``openai`` package's own ``ChatCompletionStreamState``; the message must be respc's own
+(``respc.openai.DeltaParser``'s), ids aside (SGLang makes its own).
+
+SGLang's parser layer installs without a GPU: ``pip install --no-deps -r
+tests/requirements-sglang.txt``; without it this module skips.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from optional import needs
+
+needs("openai", "tokenizers")
+
+import sglang_driver as driver  # noqa: E402
+
+_WHY = driver.import_sglang()
+if _WHY is not None:
+    pytest.skip(_WHY, allow_module_level=True)
+
+import respc  # noqa: E402
+from respc.integrations import sglang as plugin  # noqa: E402
+from respc.openai import DeltaParser, to_message  # noqa: E402
+
+plugin.register()
+
+SAMPLES = Path(__file__).resolve().parent.parent / "templates" / "samples"
+FAMILIES = sorted(path.stem for path in SAMPLES.glob("*.json"))
+QUICK = ["qwen3", "gpt-oss", "kimi-k2", "qwen3-coder", "deepseek-r1"]
+
+#: what is one special token in the tokenizers built here
+_MARKER = re.compile(r"<\|[^<>|\s]{1,40}\|>|<｜[^<>｜]{1,40}｜>|</?[A-Za-z_][\w:.-]{0,30}>|\[[A-Z_]{2,30}\]")
+
+
+class _Tokenizer:
+    """A small tokenizer for one family, with its template as ``response_template`` (what
+    SGLang's tokenizer carries from tokenizer_config.json)."""
+
+    def __init__(self, texts: list[str], template: dict):
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        specials = sorted({m for text in texts for m in _MARKER.findall(text)})
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train_from_iterator(texts, trainer)
+        self._tok = tok
+        self.response_template = template
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False, **_: object) -> str:
+        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
+
+
+def _load(name: str) -> tuple[dict, dict]:
+    samples = json.loads((SAMPLES / f"{name}.json").read_text(encoding="utf-8"))
+    return respc.load(name).template, samples
+
+
+def _deltas(tokenizer: _Tokenizer, output: str, per: int) -> list[str]:
+    """The text deltas of the output detokenized ``per`` tokens at a time, special tokens
+    kept, as the server sends them (a delta waits while it ends in half a character)."""
+    ids = tokenizer.encode(output)
+    assert tokenizer.decode(ids) == output, "the test tokenizer must round-trip the sample"
+    deltas, sent = [], ""
+    for end in list(range(per, len(ids), per)) + [len(ids)]:
+        text = tokenizer.decode(ids[:end])
+        if end < len(ids) and text.endswith("\ufffd"):
+            continue
+        deltas.append(text[len(sent):])
+        sent = text
+    return deltas
+
+
+def _accumulate(deltas: list[dict]) -> dict:
+    """The message the openai package's stream state builds from the server's deltas."""
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    state = ChatCompletionStreamState()
+    for k, delta in enumerate(deltas):
+        delta = {key: value for key, value in delta.items() if value is not None}
+        if "tool_calls" in delta:
+            delta["tool_calls"] = [{k2: v2 for k2, v2 in call.items() if v2 is not None} for call in delta["tool_calls"]]
+            for call in delta["tool_calls"]:
+                call["function"] = {k2: v2 for k2, v2 in call["function"].items() if v2 is not None}
+        state.handle_chunk(ChatCompletionChunk.model_validate({
+            "id": "chatcmpl-sglang", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": "stop" if k == len(deltas) - 1 else None}],
+        }))
+    message = state.get_final_completion().choices[0].message
+    got = {"role": message.role, "content": message.content}
+    reasoning = (message.model_extra or {}).get("reasoning_content")
+    if reasoning is not None:
+        got["reasoning_content"] = reasoning
+    if message.tool_calls:
+        got["tool_calls"] = [
+            {"id": call.id, "type": call.type, "function": {"name": call.function.name, "arguments": call.function.arguments}}
+            for call in message.tool_calls
+        ]
+    return got
+
+
+def _plain(message: dict) -> dict:
+    """A message without ids, empty strings as none."""
+    out = {"role": message.get("role", "assistant"), "content": message.get("content") or None}
+    if message.get("reasoning_content"):
+        out["reasoning_content"] = message["reasoning_content"]
+    calls = [
+        {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+        for call in message.get("tool_calls") or ()
+    ]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _respc_message(template: dict, prefix: str, output: str, tools: list | None) -> dict:
+    """respc's own message of a whole output (a region that does not parse left out)."""
+    message, _ = respc.compile_template(template).parse(output, prefix=prefix, tools=copy.deepcopy(tools),
+                                                        on_malformed="collect")
+    return to_message(message)
+
+
+def _respc_stream(template: dict, prefix: str, output: str, tools: list | None) -> dict:
+    """What respc's own deltas add up to (the same message but where a stream cannot take
+    back what it sent: a call cut short; docs/openai.md)."""
+    parser = DeltaParser(template, prefix=prefix, tools=copy.deepcopy(tools), on_malformed="event")
+    deltas = parser.feed(output)
+    deltas += parser.finish()[0]
+    return _accumulate([{"role": "assistant", "content": ""}] + deltas[1:])
+
+
+def _check_family(name: str) -> int:
+    """Every sample of ``name`` through SGLang's stream (1 and 4 tokens per delta) and
+    non-stream paths; the number of outputs checked."""
+    template, samples = _load(name)
+    texts = [case["prefix"] + case["output"] for case in samples["cases"]] + list(samples.get("end_tokens", []))
+    tokenizer = _Tokenizer(texts, template)
+    checked = 0
+    for case in samples["cases"]:
+        tools = samples.get("tools") if case.get("tools", True) else None
+        prefix, output = case["prefix"], case["output"]
+        expected = _plain(_respc_stream(template, prefix, output, tools))
+        where = f"{name}/{case['name']}"
+        for per in (1, 4):
+            deltas = driver.stream(_deltas(tokenizer, output, per), tokenizer=tokenizer, prefix=prefix,
+                                   tools=copy.deepcopy(tools))
+            assert _plain(_accumulate(deltas)) == expected, f"{where}: {per} token(s) per delta"
+            checked += 1
+        got = driver.whole(output, tokenizer=tokenizer, prefix=prefix, tools=copy.deepcopy(tools))
+        assert _plain(got) == _plain(_respc_message(template, prefix, output, tools)), f"{where}: non-streaming"
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_family_through_sglang(name):
+    assert _check_family(name) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name in FAMILIES if name not in QUICK])
+def test_every_family_through_sglang(name):
+    assert _check_family(name) > 0
+
+
+def test_registered_in_both_tables():
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    reasoning, tool = plugin.detectors()
+    plugin.register()  # again: the same classes
+    assert FunctionCallParser.ToolCallParserEnum["respc"] is tool
+    assert ReasoningParser.DetectorMap["respc"] is reasoning
+
+
+def test_the_pair_parses_each_output_once(monkeypatch):
+    """The tool detector takes the calls the reasoning detector read: one parser per output."""
+    template, samples = _load("qwen3")
+    case = next(c for c in samples["cases"] if c["name"] == "content_before_call")
+    tokenizer = _Tokenizer([case["prefix"] + case["output"]], template)
+    made = []
+    original = plugin._Stream.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(plugin._Stream, "__init__", counting)
+    deltas = driver.stream(_deltas(tokenizer, case["output"], 1), tokenizer=tokenizer, prefix=case["prefix"],
+                           tools=samples["tools"])
+    assert len(made) == 1
+    assert _plain(_accumulate(deltas)) == _plain(_respc_message(template, case["prefix"], case["output"], samples["tools"]))
+
+
+def test_tool_parser_alone_parses_the_raw_output():
+    """Without a reasoning parser (or with separate_reasoning off) the tool detector reads
+    the raw output itself; the reasoning stays text, without its delimiters."""
+    template, samples = _load("qwen3")
+    case = next(c for c in samples["cases"] if c["name"] == "content_before_call")
+    tokenizer = _Tokenizer([case["prefix"] + case["output"]], template)
+    expected = _plain(_respc_message(template, case["prefix"], case["output"], samples["tools"]))
+    deltas = driver.stream(_deltas(tokenizer, case["output"], 4), tokenizer=tokenizer, prefix=case["prefix"],
+                           tools=samples["tools"], reasoning_parser=None)
+    got = _plain(_accumulate(deltas))
+    assert got["tool_calls"] == expected["tool_calls"]
+    assert got["content"] == expected["reasoning_content"] + expected["content"]
+
+
+def test_template_from_the_environment_and_the_error(monkeypatch):
+    class Bare:
+        init_kwargs: dict = {}
+
+    monkeypatch.setenv(plugin.ENV, "gpt-oss")
+    assert plugin.choose_template(Bare()).hash == respc.load("gpt-oss").hash
+    monkeypatch.delenv(plugin.ENV)
+    monkeypatch.delattr(respc, "for_model", raising=False)
+    with pytest.raises(plugin.TemplateNotChosen, match=plugin.ENV):
+        plugin.choose_template(Bare())
+    with_kwargs = Bare()
+    with_kwargs.init_kwargs = {"response_template": "kimi-k2"}
+    assert plugin.choose_template(with_kwargs).hash == respc.load("kimi-k2").hash
+
+
+def test_stop_token_closer_and_structure_info():
+    reasoning, tool = plugin.detectors()
+    detector = tool(tokenizer=type("T", (), {"response_template": respc.load("qwen3").template})())
+    assert detector.open_call_closer('<tool_call>\n{"name": "f", "arguments": {}}\n') == "</tool_call>"
+    assert detector.open_call_closer("done") is None
+    info = detector.structure_info()("f")
+    assert info.begin.strip() == "<tool_call>" and info.end.startswith("</tool_call>")
+
+
+def test_sglang_loads_the_plugin_from_its_entry_point():
+    """``sglang serve`` calls ``load_plugins()`` before it reads ``--tool-call-parser``: the
+    ``sglang.srt.plugins`` entry point registers both parsers (installing respc is enough)."""
+    from importlib.metadata import entry_points
+
+    if not any(ep.value == "respc.integrations.sglang:register" for ep in entry_points(group="sglang.srt.plugins")):
+        pytest.skip("respc is not installed with its entry points (pip install -e .)")
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    FunctionCallParser.ToolCallParserEnum.pop("respc", None)
+    ReasoningParser.DetectorMap.pop("respc", None)
+    load_plugins()
+    assert "respc" in FunctionCallParser.ToolCallParserEnum and "respc" in ReasoningParser.DetectorMap
+    plugin.register()
