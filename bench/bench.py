@@ -353,20 +353,25 @@ def _region_spans(compiled, case: dict, tools) -> list[tuple[str, int, int]]:
             if isinstance(e, dict) and e["type"] in ("region_open", "region_close")]
 
 
-def _timed(run) -> float:
-    start = perf()
-    try:
-        run()
-    except (ValueError, TypeError):
-        pass  # (a run where the template takes none: what finding that out cost counts)
-    return perf() - start
+def _timed(run, repeats: int = 1) -> float:
+    """The median of ``repeats`` timings of ``run()``."""
+    times = []
+    for _ in range(repeats):
+        start = perf()
+        try:
+            run()
+        except (ValueError, TypeError):
+            pass  # (a run where the template takes none: what finding that out cost counts)
+        times.append(perf() - start)
+    return statistics.median(times)
 
 
-def bench_linear(families: list[str], run: int, calls: int, ref: bool) -> str:
+def bench_linear(families: list[str], run: int, calls: int, ref: bool, repeats: int = 3) -> str:
     """Whitespace runs at every delimiter boundary of each family's first tool sample (the
     worst boundary shown) and its tool calls repeated, at sizes n and 4n, whole and streamed
     (4-character chunks): the growth ratio of 4x the input is about 4 when linear, 16 when
-    quadratic. The reference (whole, at the smaller sizes) beside it."""
+    quadratic (medians of ``repeats`` runs; the boundaries are ranked by one run each).
+    The reference (whole, at the smaller sizes) beside it."""
     rows = []
     for name in families:
         compiled = respc.load(name)
@@ -375,9 +380,12 @@ def bench_linear(families: list[str], run: int, calls: int, ref: bool) -> str:
         spans = _region_spans(compiled, case, tools)
         ref_template = ref and RefParser is not None
 
-        def measure(texts):
-            whole = [_timed(lambda t=t: compiled.Parser.parse_whole(prefix, t, tools, regex_timeout=None)) for t in texts]
-            stream = [_timed(stream_respc(compiled, chunks_of(t), prefix, tools)) for t in texts]
+        def measure(texts, times=1):
+            whole = [
+                _timed(lambda t=t: compiled.Parser.parse_whole(prefix, t, tools, regex_timeout=None, regex_budget=None), times)
+                for t in texts
+            ]
+            stream = [_timed(stream_respc(compiled, chunks_of(t), prefix, tools), times) for t in texts]
             return whole, stream
 
         worst = None
@@ -385,21 +393,23 @@ def bench_linear(families: list[str], run: int, calls: int, ref: bool) -> str:
             texts = [out[:at] + " " * k + out[at:] for k in (run, 4 * run)]
             whole, stream = measure(texts)
             if worst is None or max(whole[1], stream[1]) > max(worst[1][1], worst[2][1]):
-                worst = (at, whole, stream, texts[0])
+                worst = (at, whole, stream, texts)
+        if repeats > 1:  # the worst boundary again, for medians
+            worst = (worst[0], *measure(worst[3], repeats), worst[3])
         calls_at = [(a, b) for f, a, b in spans if f == "tool_calls"]
         if calls_at:
             a, b = max(calls_at[0][0], 0), calls_at[-1][1]
             call_texts = [out[:a] + out[a:b] * k + out[b:] for k in (calls, 4 * calls)]
-            call_whole, call_stream = measure(call_texts)
+            call_whole, call_stream = measure(call_texts, repeats)
         for label, (whole, stream), text in (
-            (f"{run:,}/{4 * run:,} spaces at {worst[0]}", (worst[1], worst[2]), worst[3]),
+            (f"{run:,}/{4 * run:,} spaces at {worst[0]}", (worst[1], worst[2]), worst[3][0]),
             *([(f"{calls}/{4 * calls} calls", (call_whole, call_stream), call_texts[0])] if calls_at else []),
         ):
             row = [name, label]
             for pair in (whole, stream):
                 row += [f"{pair[0] * 1000:.1f} / {pair[1] * 1000:.1f}", f"{pair[1] / max(pair[0], 1e-9):.1f}x"]
             if ref_template:
-                row.append(f"{_timed(lambda: ref_parse(text, compiled.template, prefix=prefix, tools=tools)) * 1000:.1f}")
+                row.append(f"{_timed(lambda: ref_parse(text, compiled.template, prefix=prefix, tools=tools), repeats) * 1000:.1f}")
             rows.append(row)
     headers = ["family", "input (n / 4n)", "whole ms", "growth", "streamed ms", "growth"]
     if ref:
@@ -577,6 +587,16 @@ def main() -> int:
         choices=["streaming", "flat", "held", "holds", "tail", "linear", "serving", "oneshot", "memory", "compile"],
     )
     parser.add_argument(
+        "--run", type=int, help="linear: the whitespace run's length n (and 4n); default 4,000 (1,000 with --quick)"
+    )
+    parser.add_argument(
+        "--calls", type=int, help="linear: how many tool calls n (and 4n); default 500 (50 with --quick)"
+    )
+    parser.add_argument(
+        "--tail-size", type=int, help="holds, tail: respc's largest held text in characters (default 4,000,000; "
+        "1,000,000 with --quick), also run at a tenth and a hundredth of it"
+    )
+    parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
     )
     args = parser.parse_args()
@@ -584,6 +604,10 @@ def main() -> int:
     COLD = args.cold
     repeats = 5 if args.quick else 15
     workloads = [load_workload(name) for name in WORKLOADS]
+    if args.tail_size:
+        hold_sizes = sorted({max(args.tail_size // 100, 1_000), max(args.tail_size // 10, 1_000), args.tail_size})
+    else:
+        hold_sizes = [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000]
     runtime = "compiled runtime" if respc.COMPILED_RUNTIME else "pure-Python runtime"
     print(f"respc {respc.__version__} ({runtime}); "
           f"reference: {'transformers ' + transformers_version if RefParser else 'not installed'}; "
@@ -596,16 +620,15 @@ def main() -> int:
             [10_000, 100_000, 400_000] + ([] if args.quick else [1_600_000]), 1_600_000, repeats
         ),
         "held": lambda: bench_held_regex(200_000, 20_000, 3),
-        "holds": lambda: bench_long_holds(
-            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [10_000, 20_000]
-        ),
+        "holds": lambda: bench_long_holds(hold_sizes, [10_000, 20_000]),
         "tail": lambda: bench_long_holds(
-            [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 4_000_000], [1_000, 4_000], TAILS,
+            hold_sizes, [1_000, 4_000], TAILS,
             "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
         ),
         "linear": lambda: bench_linear(
             sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
-            1_000 if args.quick else 4_000, 50 if args.quick else 500, RefParser is not None,
+            args.run or (1_000 if args.quick else 4_000), args.calls or (50 if args.quick else 500),
+            RefParser is not None, 1 if args.quick else 3,
         ),
         "serving": lambda: bench_serving(workloads, repeats * 3),
         "oneshot": lambda: bench_one_shot(workloads, repeats),

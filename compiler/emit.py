@@ -439,7 +439,10 @@ class _ScanWriter(Writer):
         # (regexinfo.ws_guard): the same matches, not tried inside whitespace runs
         searched = self.regex_names.get(("guard", d.pattern), name)
         if d.gap is None:
-            self._search(searched, d.lead, d.path)
+            if free and d.lead is None and "\\G" not in d.pattern:
+                self._remembered_search(searched, d.path, not any(t in d.pattern for t in ("(?=", "(?!", "(?(")))
+            else:
+                self._search(searched, d.lead, d.path)
         else:
             self._memo_check(d)
             with self.block("else:"):
@@ -471,6 +474,34 @@ class _ScanWriter(Writer):
             self.line(f"m = {_rx(name, 'search', 'buf, pos')}")
         else:
             self._candidates(name, info, path)
+
+    def _remembered_search(self, name: str, path: str, streamed: bool) -> None:
+        """``m`` = the regex's leftmost match from ``pos`` (as :meth:`_search` with no lead), in
+        the free state, whose searches run to the end of the buffer (or to their match) and
+        again each time the state is entered (after every tool call): the outcome is
+        remembered (``self._memo[slot]``: where the search started and where its match
+        starts, or where the buffer ended, as offsets into the input). No match starts between
+        those two, for good: none was found there even partially (or the stream had ended),
+        and a match's start does not depend on where the search began (a lookbehind sees the
+        text before it, ``^`` and ``\\A`` never match past the text's start; behind the
+        whitespace guard, a match right after whitespace would imply one a character
+        earlier). So a later search from a place that range covers starts at its end.
+        Patterns with ``\\G`` are not remembered; those with lookaheads or conditionals
+        (not ``streamed``) only from one end-of-stream search to the next (a whole output:
+        the text is final), since the regex module may report a partial match at a start it
+        rejected on a shorter text when a lookahead reaches the end (``##(?![\\s\\S]*#)``
+        from 0: none in ``###``, partial in ``###\\n##...``)."""
+        key = ("search", path)
+        slot = self.memo_slots.get(key)
+        if slot is None:
+            slot = self.memo_slots[key] = len(self.memo_slots)
+        self.line("# (the last search's outcome is remembered: it is not run through the same text again)")
+        self.line("a = pos + self._off")
+        self.line(f"f = self._memo[{slot}]")
+        known = "f is not None and f[0] <= a <= f[1]" if streamed else "eos and f is not None and f[2] and f[0] <= a <= f[1]"
+        self.line(f"k = f[1] - self._off if {known} else pos")
+        self.line(f"m = {_rx(name, 'search', 'buf, k')}")
+        self.line(f"self._memo[{slot}] = (a, (m.start() if m is not None else n) + self._off, eos)")
 
     def _memo_check(self, d: Delimiter) -> None:
         """The ``if`` that keeps a remembered held match held; the caller writes its ``else:``."""
@@ -1036,6 +1067,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "ws_hold": bool(quiet and quiet["ws_hold"]) or st.ws_lasting,
                 "runs": runs_of[st.index],
                 "tails": tails_of[st.index],
+                "pump": st.ws_pump,
             }
         )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]

@@ -25,6 +25,7 @@ from .regexinfo import (
     regex_only,
     shortest_prefixes,
     ws_lasting,
+    ws_pump,
 )
 from .validate import REGEX_FLAGS, content_args_findings, format_path
 
@@ -141,6 +142,21 @@ class State:
             elif d.kind != "regex" or d.gap is not None or not ws_lasting(d.pattern):
                 return False
         return bool(self.watches)
+
+    @property
+    def ws_pump(self) -> int:
+        """How long a run of one whitespace character must be (more than this) for the
+        state's delimiters to match alike however much longer it grows (regexinfo.ws_pump,
+        the most of every watch); -1 when one of them is not known to. See runtime/base.py's
+        lasting holds (scan.State.pump)."""
+        most = 0
+        for w in self.watches:
+            source = w.delim.regex_source if (w.delim.pattern is not None or w.delim.literals) else None
+            k = None if source is None else ws_pump(source)
+            if k is None:
+                return -1
+            most = max(most, k)
+        return most if self.watches else -1
 
     @property
     def marks(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:

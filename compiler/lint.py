@@ -17,6 +17,10 @@ one a way a template that parses its author's samples fails on what a model writ
 * a delimiter that may start with a run taking whitespace in a shape the scans cannot keep
   linear (``[\\s,]*x(?=y)``, ``\\s*?x(?=y)``: regexinfo.ws_rescans): searched from every position
   inside a long whitespace run, quadratic in the run's length;
+* a delimiter in which a long whitespace run's growth is not known to leave its matches alike
+  (a back reference, a repeated group that takes whitespace other than through a ``*`` loop of
+  one character, regex-module-only syntax: regexinfo.ws_pump): a stream rescans a match held
+  across the run at every chunk, quadratic in the run's length;
 * a field that another field's delimiter shadows: both open with the same delimiter, and
   the tie always goes to the other one, so this field never opens;
 * a template for which no grammar of its replies can be built (``compiled.grammar``, for
@@ -36,7 +40,7 @@ from typing import Any
 
 import regex
 
-from .regexinfo import _unique_group_names, regex_only, sre_modules, ws_rescans
+from .regexinfo import _unique_group_names, regex_only, sre_modules, ws_pump, ws_rescans
 from .validate import format_path, validate_template
 
 __all__ = ["Finding", "lint"]
@@ -190,6 +194,17 @@ def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
                 "search tries it from every position inside a long whitespace run, each reading the run to "
                 "its end (quadratic in the run's length, and regex_timeout does not bound it); start every "
                 "alternative with a greedy \\s* or \\s+ (or a literal) instead",
+            )
+        )
+    if path != "start_anchor_pattern" and ws_pump(pattern) is None:
+        out.append(
+            Finding(
+                path,
+                "takes whitespace in a shape whose matches may change as a whitespace run grows (a back "
+                "reference, a repeated group that takes whitespace, regex-module-only syntax), so a stream "
+                "cannot hold a match across a long whitespace run without rescanning it at every chunk "
+                "(quadratic in the run's length); take whitespace through one-character loops (\\s*, "
+                "[^\"]+) or fixed characters only",
             )
         )
     if _NESTED.search(pattern):

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import re as _std_re
+
 import regex
 
 __all__ = [
@@ -964,6 +966,123 @@ def may_backtrack(pattern: str) -> bool:
         return False
 
     return runaway(tree)
+
+
+# --- a long run of one whitespace character ------------------------------------------
+#: the whitespace characters the pump analysis asks each class about (REGEX_WS)
+_WS_CHARS = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def ws_pump(pattern: str) -> int | None:
+    r"""``K`` when a run of one whitespace character ``c`` longer than ``K`` can grow by more
+    ``c`` without changing how ``pattern`` matches around it (whether, from which starts,
+    partially or not, and where relative to the run's end); None when that is not known.
+
+    It holds when every element that can match whitespace is either the body of an
+    unbounded repeat of one character (``\s*``, ``[^"]+``, ``.*?``: one more ``c`` is one
+    more iteration) or outside every unbounded repeat (a literal space, ``\s{2}``: at most
+    ``K`` of the run's characters in all, counting the minimum of each one-character loop;
+    a one-character loop may be tempered, ``(?:(?!x).)*``, its lookarounds counted too).
+    A run longer than ``K`` then gives every way of matching an iteration of some loop
+    inside the run, which can take one more ``c`` (or give one back), so ``u c^n v`` and
+    ``u c^(n+1) v`` match alike (the classic pumping argument, lookaround bodies included).
+    Not known: back references, conditionals, an element matching whitespace inside a
+    repeated group other than a ``*`` loop of one character, regex-module-only syntax.
+    runtime/base.py holds such a run without rescanning it (scan.State.pump)."""
+    if regex_only(pattern):
+        return None
+    parsed = _sre_tree(pattern)
+    if parsed is None:
+        return None
+    tree, sre = parsed
+    single = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+    unbounded = sre.MAXREPEAT
+    compiled: dict = {}
+
+    def takes_ws(op, arg) -> bool:
+        if op is sre.ANY or op is sre.NOT_LITERAL:
+            return True
+        if op is sre.LITERAL:
+            return chr(arg) in _WS_CHARS
+        key = repr(arg)
+        if key not in compiled:
+            # the class rebuilt as a pattern of its own and asked about each whitespace character
+            try:
+                code = _std_re.compile(_rebuild_class(arg, sre))
+                compiled[key] = any(code.fullmatch(c) for c in _WS_CHARS)
+            except Exception:  # noqa: BLE001 - unknown item: assume it does
+                compiled[key] = True
+        return compiled[key]
+
+    def count(items, in_loop: bool) -> int:
+        total = 0
+        for op, arg in items:
+            if op in single:
+                if takes_ws(op, arg):
+                    if in_loop:
+                        raise _Unknown(pattern)
+                    total += 1
+            elif op is sre.AT:
+                continue
+            elif op is sre.SUBPATTERN:
+                total += count(arg[-1], in_loop)
+            elif op is getattr(sre, "ATOMIC_GROUP", None):
+                total += count(arg, in_loop)
+            elif op is sre.BRANCH:
+                total += max(count(alt, in_loop) for alt in arg[1])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                total += count(arg[1], in_loop)
+            elif op in repeats:
+                low, high, body = arg
+                if high == unbounded:
+                    # one character, maybe behind lookarounds (a tempered ``(?:(?!x).)*``):
+                    # the lookarounds' whitespace counts, as elsewhere
+                    checks = [item for item in body if item[0] in (sre.ASSERT, sre.ASSERT_NOT)]
+                    chars = [item for item in body if item[0] not in (sre.ASSERT, sre.ASSERT_NOT)]
+                    if len(chars) == 1 and chars[0][0] in single:
+                        total += count(checks, in_loop)
+                        if takes_ws(*chars[0]):
+                            if in_loop and low:
+                                raise _Unknown(pattern)
+                            total += low
+                    else:
+                        count(body, True)
+                else:
+                    total += high * count(body, in_loop)
+            else:
+                raise _Unknown(pattern)  # back references, conditionals, ...
+        return total
+
+    try:
+        return count(tree, False)
+    except _Unknown:
+        return None
+
+
+def _rebuild_class(items, sre) -> str:
+    """The source of a parsed character class (``IN``'s items), for :func:`ws_pump`."""
+    parts = []
+    negate = ""
+    for op, arg in items:
+        if op is sre.NEGATE:
+            negate = "^"
+        elif op is sre.LITERAL:
+            parts.append(regex.escape(chr(arg)))
+        elif op is sre.RANGE:
+            parts.append(f"{regex.escape(chr(arg[0]))}-{regex.escape(chr(arg[1]))}")
+        elif op is sre.CATEGORY:
+            names = {
+                sre.CATEGORY_SPACE: "\\s", sre.CATEGORY_NOT_SPACE: "\\S", sre.CATEGORY_DIGIT: "\\d",
+                sre.CATEGORY_NOT_DIGIT: "\\D", sre.CATEGORY_WORD: "\\w", sre.CATEGORY_NOT_WORD: "\\W",
+            }
+            parts.append(names[arg])
+        else:
+            raise _Unknown(str(op))
+    return "[" + negate + "".join(parts) + "]"
 
 
 # --- a held match inside a run of one character class ---------------------------------

@@ -601,6 +601,7 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
             ),
+            pump=2,
         ),
         # fields.tool_calls
         _scan.State(
@@ -619,6 +620,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -639,6 +641,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=2,
         ),
         # the free state
         _scan.State(
@@ -659,5 +662,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=2,
         ),
     )

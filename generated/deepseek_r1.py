@@ -216,7 +216,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -386,11 +386,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\uff5ctool\u2581calls\u2581begin\uff5c>\\s*)?<\uff5ctool\u2581call\u2581begin\uff5c>\\w*<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\n`]+)\\s*```json
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -518,6 +523,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -536,6 +542,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -578,6 +585,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -620,5 +628,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
     )

@@ -362,6 +362,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             tails=((_RE_TAIL_17, (_RE_TAIL_18,)),),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -395,6 +396,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -428,5 +430,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

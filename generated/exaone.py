@@ -536,6 +536,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -554,6 +555,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -595,6 +597,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -636,5 +639,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
     )

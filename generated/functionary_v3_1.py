@@ -436,6 +436,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -469,6 +470,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -502,5 +504,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
     )

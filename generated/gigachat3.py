@@ -249,7 +249,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -396,11 +396,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, m)
                 lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_CLOSE_2_WS.search(buf, pos)
+            _RE_CONTENT_CLOSE_2_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_2_WS.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_2_WS.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -444,6 +449,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -518,6 +524,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=2,
         ),
         # the free state
         _scan.State(
@@ -592,5 +599,6 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=2,
         ),
     )

@@ -611,6 +611,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -629,6 +630,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -687,6 +689,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -745,5 +748,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
     )

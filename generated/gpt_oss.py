@@ -678,6 +678,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -688,6 +689,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content
         _scan.State(
@@ -698,6 +700,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -716,5 +719,6 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
             ),
+            pump=2,
         ),
     )

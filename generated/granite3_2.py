@@ -165,7 +165,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -324,11 +324,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -444,6 +449,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=3,
         ),
         # fields.tool_calls
         _scan.State(
@@ -454,6 +460,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -488,6 +495,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=4,
         ),
         # the free state
         _scan.State(
@@ -522,5 +530,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=4,
         ),
     )

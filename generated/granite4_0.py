@@ -476,6 +476,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -572,6 +573,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -668,5 +670,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

@@ -372,6 +372,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -412,6 +413,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -452,5 +454,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
     )

@@ -437,6 +437,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -463,6 +464,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -489,5 +491,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=0,
         ),
     )

@@ -125,7 +125,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -255,11 +255,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:(?:<answer>\\s*)?<tool_calls>\\s*\\[|(?<=\\})\\s*,)\\s*(?=\\{)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_1.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_1.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_1.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -284,11 +289,16 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<answer>\\s*(?:\u52a9\u624b\uff1a|(?=[^\\s\u52a9])|(?=\u52a9[^\u624b])|(?=\u52a9\u624b[^\uff1a]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_CLOSE_3_WS.search(buf, pos)
+            _RE_CONTENT_CLOSE_3_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_3_WS.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_3_WS.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -340,6 +350,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -350,6 +361,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=False,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -380,6 +392,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -410,5 +423,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
     )

@@ -119,7 +119,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -217,11 +217,16 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex \\A/think\\n
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_REASONING_CONTENT_OPEN_0.search(buf, pos)
+            _RE_REASONING_CONTENT_OPEN_0.search(buf, k)
             if eos
-            else _RE_REASONING_CONTENT_OPEN_0.search(buf, pos, partial=True)
+            else _RE_REASONING_CONTENT_OPEN_0.search(buf, k, partial=True)
         )
+        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -241,11 +246,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant)?\\s*-> tool/function_call\\n\\s*\\[\\s*(?=\\{)|\\s*,(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},)\\s*(?=\\{)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -270,11 +280,16 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_CLOSE_4_WS.search(buf, pos)
+            _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -334,6 +349,7 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
             ),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -344,6 +360,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -354,6 +371,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=2,
         ),
         # the free state
         _scan.State(
@@ -364,5 +382,6 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=2,
         ),
     )

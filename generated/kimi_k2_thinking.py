@@ -185,7 +185,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -342,11 +342,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -367,11 +372,16 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, m)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_CLOSE_4_WS.search(buf, pos)
+            _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -423,6 +433,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -441,6 +452,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -477,6 +489,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -513,5 +526,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
     )

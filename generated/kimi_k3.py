@@ -159,7 +159,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -319,11 +319,16 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:<\\|open\\|>tools<\\|sep\\|>)?<\\|open\\|>call tool=\"(?P<name>[^\"]*)\"(?: index=\"[^\"]*\")?<\\|sep\\|>
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_2.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2.search(buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -383,6 +388,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content
         _scan.State(
@@ -402,6 +408,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -412,6 +419,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -430,5 +438,6 @@ class Parser(_base.ParserBase):
                     '"',
                 ),
             ),
+            pump=2,
         ),
     )

@@ -122,7 +122,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -166,11 +166,16 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\A\\s*|<\\|python_tag\\|>\\s*|(?<=\\}\\s*;)\\s*)\\{\\s*(?:\"type\"\\s*:\\s*\"function\"\\s*,\\s*)?\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"(?:parameters|arguments)\"\\s*:\\s*
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
         )
+        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -293,6 +298,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -312,6 +318,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -331,5 +338,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

@@ -593,6 +593,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -611,6 +612,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -666,6 +668,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -721,5 +724,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
     )

@@ -139,7 +139,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -235,11 +235,16 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_calls>\\s*(?=\\{)|(?<=<tool_calls>(?:(?!</tool_calls>).)*\\}[ \\t]*\\n)[ \\t]*(?=\\{)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -360,6 +365,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -370,6 +376,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=False,
             runs=(),
+            pump=1,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -404,6 +411,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -438,5 +446,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
     )

@@ -123,7 +123,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -169,11 +169,16 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\s*\\[TOOL_CALLS\\]\\s*\\[?|(?<=,))\\s*\\{\\s*\"name\"\\s*:\\s*\"(?P<name>[^\"]+)\"\\s*,\\s*\"arguments\"\\s*:\\s*
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
         )
+        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -280,6 +285,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -306,6 +312,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -332,5 +339,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

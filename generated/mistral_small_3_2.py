@@ -350,6 +350,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             tails=((_RE_TAIL_13, (_RE_TAIL_14,)),),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -376,6 +377,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -402,5 +404,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

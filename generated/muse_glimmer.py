@@ -134,7 +134,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 0
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -227,11 +227,16 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open content -- fields.content.open_pattern: regex (?:<\\|start\\|>\\s*assistant)?[^\\S\\n]*(?:to=user)?(?<!<\\|start\\|>(?:user|system|developer|tool[^<]*))<\\|message\\|>
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[0]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_OPEN_3.search(buf, pos)
+            _RE_CONTENT_OPEN_3.search(buf, k)
             if eos
-            else _RE_CONTENT_OPEN_3.search(buf, pos, partial=True)
+            else _RE_CONTENT_OPEN_3.search(buf, k, partial=True)
         )
+        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -253,11 +258,16 @@ class Parser(_base.ParserBase):
                 best = (s, e, 2, None)
                 lim = s
         # open reasoning_content -- fields.reasoning_content.open_pattern: regex (?:<\\|start\\|>\\s*assistant)?[^\\S\\n]*to=self<\\|message\\|>
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_REASONING_CONTENT_OPEN_0.search(buf, pos)
+            _RE_REASONING_CONTENT_OPEN_0.search(buf, k)
             if eos
-            else _RE_REASONING_CONTENT_OPEN_0.search(buf, pos, partial=True)
+            else _RE_REASONING_CONTENT_OPEN_0.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -278,11 +288,16 @@ class Parser(_base.ParserBase):
                     best = (s, e, 0, None)
                     lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:(?:<\\|start\\|>\\s*assistant)?[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*)?(?:<atem:function_calls>\\s*)?<atem:invoke name=\"(?P<name>[^\"]+?)(?:\\.(?P=name))?\">
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[2]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, pos)
+            _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, k)
             if eos
-            else _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, pos, partial=True)
+            else _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_BOUNDED.search, buf, k, partial=True)
         )
+        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -352,6 +367,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -362,6 +378,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.content
         _scan.State(
@@ -373,6 +390,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             tails=((_RE_TAIL_9, ()),),
+            pump=0,
         ),
         # the free state
         _scan.State(

@@ -170,7 +170,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -382,11 +382,16 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:</think>(?<=</tool_call>\\s*</think>)|<\\|im_end\\|>[\\s\\S]*|<\\|endoftext\\|>[\\s\\S]*)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
-            _RE_CONTENT_CLOSE_4_WS.search(buf, pos)
+            _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, pos, partial=True)
+            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
         )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -438,6 +443,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -456,6 +462,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -500,6 +507,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -544,5 +552,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
     )

@@ -474,6 +474,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -514,6 +515,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -554,5 +556,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
+            pump=1,
         ),
     )

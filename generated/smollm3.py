@@ -523,6 +523,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -541,6 +542,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -582,6 +584,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
         # the free state
         _scan.State(
@@ -623,5 +626,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=0,
         ),
     )

@@ -541,6 +541,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            pump=0,
         ),
         # fields.tool_calls
         _scan.State(
@@ -559,6 +560,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
+            pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -607,6 +609,7 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
         # the free state
         _scan.State(
@@ -655,5 +658,6 @@ class Parser(_base.ParserBase):
                     ),
                 ),
             ),
+            pump=1,
         ),
     )

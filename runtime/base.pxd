@@ -45,6 +45,7 @@ cdef class ParserBase:
     cdef public object _quiet
     cdef public bint _ws_hold
     cdef public tuple _runs
+    cdef public Py_ssize_t _pump
     cdef public object _dirty
     cdef public dict _chunk
     cdef public bint _opened
@@ -83,6 +84,7 @@ cdef class ParserBase:
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
     @cython.locals(record=State)
     cpdef _check_tail(self, str buf, Py_ssize_t pos)
+    @cython.locals(pump=Py_ssize_t, n=Py_ssize_t, k=Py_ssize_t)
     cpdef _check_run(self, str held)
     cpdef dict _message(self)
 

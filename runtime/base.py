@@ -38,6 +38,7 @@ scan.timed) is caught once, in ``_commit``.
 
 from __future__ import annotations
 
+import re as _re
 import warnings
 from collections.abc import Callable, Iterable
 from copy import deepcopy
@@ -121,6 +122,21 @@ _TO_THE_END = True
 # cheaper to rescan than to set aside).
 _LONG_RUN = 256
 
+# A held text ending in a run of one whitespace character lasts once the run is longer
+# than twice the state's pump bound (scan.State.pump) and this many characters more.
+_PUMP_MARGIN = 8
+
+#: the regex of a run of one character (a lasting hold's class: see _check_run), by character
+_CHAR_RUNS: dict = {}
+
+
+def _char_run(c: str) -> Any:
+    """The regex of a run of ``c`` (one or more), compiled once."""
+    found = _CHAR_RUNS.get(c)
+    if found is None:
+        found = _CHAR_RUNS[c] = _re.compile(_re.escape(c) + "+")
+    return found
+
 
 class ParserBase:
     """Streaming parser state machine; see the module docstring."""
@@ -165,6 +181,7 @@ class ParserBase:
         "_quiet",
         "_ws_hold",
         "_runs",
+        "_pump",
         "_dirty",
         "_chunk",  # the state's region_chunk event less its text (built by _take when first needed)
         # the open region: opened yet, where (for the progress rule), captures, body
@@ -251,7 +268,7 @@ class ParserBase:
                     if self._ws_hold and len(held) > _LONG_RUN and only_ws(held):
                         self._stable = ""  # a lasting hold (see _stays_held)
                         self._stable_edge = ""
-                    elif self._runs and not cut and len(held) >= self._run_check:
+                    elif (self._runs or self._pump >= 0) and not cut and len(held) >= self._run_check:
                         self._check_run(held)
                     if not cut:
                         return []
@@ -444,7 +461,11 @@ class ParserBase:
                             self._check_stable(buf, pos)
                         if pos < n and self._stable is None and self._states[self._state].tails:
                             self._check_tail(buf, pos)
-                        if (self._runs or self._ws_hold) and n - pos >= self._run_check and self._stable is None:
+                        if (
+                            (self._runs or self._ws_hold or self._pump >= 0)
+                            and n - pos >= self._run_check
+                            and self._stable is None
+                        ):
                             self._check_run(buf[pos:])
                     break
                 begin, end, action, match = found
@@ -599,6 +620,7 @@ class ParserBase:
         self._quiet = record.quiet
         self._ws_hold = record.ws_hold
         self._runs = record.runs
+        self._pump = record.pump
         self._run_check = _LONG_RUN
         self._chunk = None
         if cur >= 0:
@@ -701,17 +723,19 @@ class ParserBase:
 
     def _check_run(self, held: str) -> None:
         """All of ``held`` is held: is it a run of whitespace in a state where that lasts
-        (scan.State.ws_hold), or a watched delimiter's match still inside its run of
-        one character class (see scan.State.runs)? Then it lasts while only characters of
-        that class follow. (Checked again only once the hold has doubled: linear.)"""
+        (scan.State.ws_hold), a watched delimiter's match still inside its run of one
+        character class (see scan.State.runs), or a text that ends in a long run of one
+        whitespace character in a state whose delimiters match alike however long that
+        run grows (scan.State.pump)? Then it lasts while only characters of that class
+        (that character) follow. (Checked again only once the hold has doubled: linear.)"""
         self._run_check = 2 * len(held)
         if self._ws_hold and only_ws(held):
             self._stable = ""  # a held whitespace run (scan.State.ws_hold)
             self._stable_edge = ""
             return
         for alive, past, rest, run, stop in self._runs:
-            if alive.fullmatch(held) is None:
-                continue  # no way of matching is in the run
+            if run.fullmatch(held, len(held) - 1) is None or alive.fullmatch(held) is None:
+                continue  # no way of matching is in the run (or the run is yet to start)
             # a way of matching that took a stop character already and is still alive
             # could complete without one more: then the scan must see what follows (a run
             # that ends the pattern has no stop character: its match grows with the run)
@@ -724,6 +748,21 @@ class ParserBase:
                 self._stable = run
                 self._stable_edge = ""
                 return
+        pump = self._pump
+        if pump >= 0:
+            # The scan holds all of ``held``; with a run of ``c`` longer than the state's
+            # pump bound at its end, ``held + c...`` matches as ``held`` does (the run one
+            # longer in every way of matching: regexinfo.ws_pump), so the scan would hold
+            # it all again. (The run is walked once per doubling of the hold: linear.)
+            n = len(held)
+            c = held[n - 1]
+            if c in REGEX_WS:
+                k = n - 1
+                while k > 0 and held[k - 1] == c:
+                    k -= 1
+                if n - k > 2 * pump + _PUMP_MARGIN:
+                    self._stable = _char_run(c)
+                    self._stable_edge = ""
 
     def _check_tail(self, buf: str, pos: int) -> None:
         """After a scan that holds ``buf[pos:]``: is the hold a match of a delimiter that runs
@@ -811,7 +850,7 @@ def _malformed_mode(value: Any, allowed: tuple[str, ...]) -> str:
 
 #: slots that the current state index (``_state``) sets, through _enter: not pickled
 _DERIVED = frozenset(
-    {"_fields", "_states", "_field", "_name", "_scan", "_end_scan", "_quiet", "_ws_hold", "_runs", "_dirty", "_chunk"}
+    {"_fields", "_states", "_field", "_name", "_scan", "_end_scan", "_quiet", "_ws_hold", "_runs", "_pump", "_dirty", "_chunk"}
 )
 
 

@@ -150,10 +150,13 @@ class State:
     tail_split): a held text that ``head`` matches from its start, where none of the state's
     other delimiters (``others``) matches, even partially, is that delimiter's match for good
     (more text only extends it to the end): it stays held to the end of the stream, and
-    what follows is set aside unscanned.
+    what follows is set aside unscanned. ``pump``: ``K`` when every watched delimiter
+    matches alike around a run of one whitespace character longer than ``K`` however much
+    longer it grows (compiler/regexinfo.py's ws_pump), -1 when not known: a held text that
+    ends in such a run (twice ``K`` and more) stays held while only that character follows.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump")
 
     def __init__(
         self,
@@ -165,6 +168,7 @@ class State:
         ws_hold: bool,
         runs: tuple = (),
         tails: tuple = (),
+        pump: int = -1,
     ):
         self.field = field
         self.scan = scan
@@ -174,9 +178,10 @@ class State:
         self.ws_hold = ws_hold
         self.runs = runs
         self.tails = tails
+        self.pump = pump
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails"))
+        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump"))
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:

@@ -42,45 +42,16 @@ CALLS = 40  # tool calls (and 4x that)
 GROWTH = 5.0  # the most 4x the input may cost: linear is about 4x, quadratic about 16x
 
 #: families still super-linear, and why (strict: one that becomes linear must leave the list)
-#: -- a run of whitespace *inside* a held partial match of a regex delimiter with top-level
-#: alternatives or lookarounds (a tool name or JSON key being written, ``\s*`` between two of
-#: its literals): the run holds (runtime/base.py) cover ``HEAD C+ F REST`` patterns only
-#: (regexinfo.run_splits), so every chunk rescans the held match
-IN_DELIMITER = "a whitespace run inside a held match of a delimiter with alternatives or lookarounds"
 KNOWN_WS = {
-    "apertus": IN_DELIMITER,
-    "command-r-plus": IN_DELIMITER,
-    "granite3.3": IN_DELIMITER,
-    "granite4.0": IN_DELIMITER,
-    "hunyuan": IN_DELIMITER,
-    "kimi-k2": IN_DELIMITER,
-    "kimi-k2-thinking": IN_DELIMITER,
-    "lfm2": IN_DELIMITER,
-    "lfm2.5": IN_DELIMITER,
-    "llama3.1": IN_DELIMITER,
-    "olmo3": IN_DELIMITER,
-    "phi-4-mini": IN_DELIMITER,
-    "xlam": IN_DELIMITER,
-    # (a tool name or header being written with spaces in it: the run holds do not engage)
-    "glm-4.5": IN_DELIMITER,
-    "glm-4.6": IN_DELIMITER,
-    "glm-4.7-flash": IN_DELIMITER,
-    "gpt-oss": IN_DELIMITER,
-    "magistral": IN_DELIMITER,
-    "ministral-3-reasoning": IN_DELIMITER,
-    "mistral-small-3.2": IN_DELIMITER,
-    "llama3.2": "the open's lookahead (.*) reads to the end of the output at every chunk",
-    "llama4": "the open's lookahead (.*) reads to the end of the output at every chunk",
-    "llama3.2-pythonic": "the open's lookahead (.*) reads to the end of the output at every chunk",
-    # families bundled in the same step as the linear work, not yet brought under it
-    **{
-        name: IN_DELIMITER
-        for name in (
-            "apriel-1.6", "devstral-small", "firefunction-v2", "gigachat3", "granite3.2", "hunyuan-v3",
-            "hyperclovax-seed-think-14b", "internlm2", "jamba", "kimi-k3", "minimax-m1", "mistral-nemo",
-            "mistral-small-3.1", "muse-glimmer",
-        )
-    },
+    # a run at the output's start, released by its first other character: the free state's
+    # open is searched from every position inside the run, and a branch of it starts after
+    # a lookbehind ending in a newline (``(?<=...\n)[ \t]*``), so no whitespace guard
+    # (regexinfo.ws_guard) applies; what ``respc lint`` reports (regexinfo.ws_rescans)
+    "hyperclovax-seed-think-14b": "a whitespace-led open searched from every position of the run (no guard applies)",
+    "minimax-m1": "a whitespace-led open searched from every position of the run (no guard applies)",
+    # a back reference (``(?P=name)``): how a longer run matches is not known
+    # (regexinfo.ws_pump), so a held match is rescanned at every chunk
+    "muse-glimmer": "a held match of a delimiter with a back reference, rescanned at every chunk",
 }
 #: -- the open's lookahead reads to the end of the output (``(?=\[...\(.*\)...\Z)``): held
 #: until the end, it is matched again at every chunk (the reference does the same)
@@ -276,9 +247,10 @@ def _whole_work(compiled, work: Work, case: dict, tools, text: str) -> int:
     CountingStr.work = work
     parser = compiled.Parser.__new__(compiled.Parser)
     try:
-        parser._whole(compiled.Parser.cut_prefix(case["prefix"]) if case["prefix"] else "", CountingStr(text), tools, [], None)
+        parser._whole(compiled.Parser.cut_prefix(case["prefix"]) if case["prefix"] else "", CountingStr(text), tools, [], None, None)
     except (ValueError, TypeError):
         pass  # a run where the template does not take one: what it cost to find out counts
+    assert work.count > 0, "the whole parse did no work: it failed before parsing (a changed signature?)"
     return work.count
 
 
@@ -365,3 +337,89 @@ def test_counting_sees_quadratic_work(counting):
         guarded.search("a" + " " * k + "b", 0)
         counts.append(work.count)
     assert counts[1] < 5 * counts[0]
+
+
+def _outcome(run):
+    try:
+        return run()
+    except (ValueError, TypeError) as error:
+        return type(error).__name__
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_held_runs_parse_as_whole(name):
+    """The lasting holds that keep long runs linear (runtime/base.py: a held text ending in a
+    run of one whitespace character, scan.State.pump) change nothing: a long run of spaces
+    or newlines at every delimiter boundary, streamed in 8- and 5-character chunks, gives the
+    message a whole parse gives."""
+    _pure()
+    compiled = respc.load(name)
+    data, case = _first_tool_case(name)
+    tools = data.get("tools")
+    out = case["output"]
+    for at in _boundaries(compiled, case, tools):
+        for c in (" ", "\n"):
+            text = out[:at] + c * 400 + out[at:]
+            whole = _outcome(lambda: compiled.Parser.parse_whole(case["prefix"], text, tools))
+
+            def streamed(size):
+                parser = compiled.parser(prefix=case["prefix"], tools=tools)
+                for i in range(0, len(text), size):
+                    parser.feed(text[i : i + size])
+                return parser.finalize()[0]
+
+            for size in (8, 5):
+                got = _outcome(lambda: streamed(size))
+                assert got == whole, f"{name}: 400 x {c!r} at {at} ({out[max(0, at - 12) : at]!r} | {out[at : at + 12]!r}), {size}-character chunks"
+
+
+def _mapped(m, at: int, n: int):
+    """A match's kind and span, positions past a run of ``n`` at ``at`` counted from the run's end."""
+    if m is None:
+        return None
+
+    def place(k):
+        return ("before", k) if k <= at else ("after", k - at - n)
+
+    return bool(m.partial), place(m.start()), place(m.end())
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_pumped_runs_match_alike(name):
+    """regexinfo.ws_pump's bound: each delimiter of the family (with a bound ``K``) matches and
+    searches alike, from every boundary, with a run of ``2K + 9`` or one more spaces (or
+    newlines) at each boundary of the family's first tool sample, partially or not: where the
+    run's length is all that differs, nothing else does (what the lasting holds rely on)."""
+    import regex
+
+    from respc.compiler.regexinfo import ws_pump
+
+    compiled = respc.load(name)
+    data, case = _first_tool_case(name)
+    tools = data.get("tools")
+    out = case["output"]
+    at_all = _boundaries(compiled, case, tools)
+    sources = set()
+    for field in compiled.template["fields"].values():
+        for key in ("open", "close", "open_pattern", "close_pattern"):
+            if key in field:
+                value = field[key]
+                sources.add(value if key.endswith("pattern") else "|".join(regex.escape(v) for v in ([value] if isinstance(value, str) else value)))
+    for source in sorted(sources):
+        k = ws_pump(source)
+        if k is None:
+            continue
+        rx = regex.compile(source, regex.DOTALL)
+        n = 2 * k + 9
+        for at in at_all:
+            for c in (" ", "\n"):
+                texts = [out[:at] + c * size + out[at:] for size in (n, n + 1)]
+                for start in sorted({0, *(b for b in at_all if b <= at)}):
+                    for partial in (False, True):
+                        for how in ("match", "search"):
+                            got = [
+                                _mapped(getattr(rx, how)(text, start, partial=partial), at, size)
+                                for text, size in zip(texts, (n, n + 1))
+                            ]
+                            assert got[0] == got[1], (name, source, at, repr(c), start, how, partial, got)
