@@ -131,3 +131,22 @@ def special_markers(tokenizer: Any, compiled: CompiledTemplate) -> list[str]:
         if any(t in s or regex.escape(t) in s for s in strings) or any(p.fullmatch(t) for p in patterns)
     ]
     return sorted(found)
+
+
+def tool_dicts(tools: Any) -> list[dict] | None:
+    """An engine request's tools (pydantic models or dicts) as the Chat Completions tool dicts
+    respc types arguments by (Responses API function tools too)."""
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump(exclude_none=True)
+        if not isinstance(tool, dict):
+            continue
+        if isinstance(tool.get("function"), dict):
+            out.append(tool)
+        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
+            function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
+            out.append({"type": "function", "function": function})
+    return out or None

@@ -47,6 +47,7 @@ from typing import Any
 from ..api import CompiledTemplate, compile_template, resolve_template
 from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
+from ._common import tool_dicts
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
 
@@ -160,19 +161,6 @@ def _delimiter(field: dict | None, key: str) -> str:
     if isinstance(literal, list) and literal and isinstance(literal[0], str):
         return literal[0]
     return _literal(field.get(f"{key}_pattern"))
-
-
-def _tool_dicts(tools: Any) -> list[dict] | None:
-    """SGLang's ``Tool`` models (or dicts) as the tool dicts respc types arguments by."""
-    if not tools:
-        return None
-    out = []
-    for tool in tools:
-        if hasattr(tool, "model_dump"):
-            tool = tool.model_dump(exclude_none=True)
-        if isinstance(tool, dict):
-            out.append(tool)
-    return out or None
 
 
 # -- the shared parse ----------------------------------------------------------------------
@@ -360,7 +348,7 @@ def _make_classes() -> tuple[type, type]:
             self.stream_reasoning = stream_reasoning
             self.answer_started = False
             self._prefix = prefix or ""
-            self._tools = _tool_dicts(tools)
+            self._tools = tool_dicts(tools)
             self._force_nonempty_content = force_nonempty_content
             self._stream: _Stream | None = None
             self._held_reasoning: list[str] = []
@@ -451,7 +439,7 @@ def _make_classes() -> tuple[type, type]:
             self.eot_token = close
             self.incomplete_tool_call_indices: set[int] = set()
             self._prefix = prefix or ""
-            self._tools = _tool_dicts(tools)
+            self._tools = tool_dicts(tools)
             self._constrained = constrained
             self._stream: _Stream | None = None
             self._pieces: list[list[str]] = []  # per call, the argument fragments sent
@@ -571,7 +559,7 @@ def _make_classes() -> tuple[type, type]:
             unsupported = getattr(respc, "GrammarUnsupported", ())
             try:
                 return grammar(
-                    _tool_dicts(tools) or [],
+                    tool_dicts(tools) or [],
                     format="structural_tag",
                     tool_choice=tool_choice,
                     parallel_tool_calls=parallel_tool_calls,

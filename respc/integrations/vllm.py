@@ -37,7 +37,7 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
-from ._common import decode, resolve, special_markers
+from ._common import decode, resolve, special_markers, tool_dicts
 
 __all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
 
@@ -63,22 +63,6 @@ def template_for(tokenizer: Any) -> CompiledTemplate:
 
 
 # --- request helpers --------------------------------------------------------------------
-def _tool_dicts(tools: Any) -> list[dict] | None:
-    """The request's tools as Chat Completions tool dicts (Responses function tools too)."""
-    if not tools:
-        return None
-    out = []
-    for tool in tools:
-        if hasattr(tool, "model_dump"):
-            tool = tool.model_dump(exclude_none=True)
-        if not isinstance(tool, dict):
-            continue
-        if isinstance(tool.get("function"), dict):
-            out.append(tool)
-        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
-            function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
-            out.append({"type": "function", "function": function})
-    return out or None
 
 
 def _named_tool(request: Any) -> str | None:
@@ -336,7 +320,7 @@ class RespcToolParser(ToolParser):
         return _adjust(self.compiled, self.model_tokenizer, self._prefix, request, tool_parser=True)
 
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
-        tools = _tool_dicts(getattr(request, "tools", None) or self.request_tools)
+        tools = tool_dicts(getattr(request, "tools", None) or self.request_tools)
         message = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), tools)
         calls = [
             ToolCall(id=call["id"], type="function", function=FunctionCall(**call["function"]))
@@ -355,7 +339,7 @@ class RespcToolParser(ToolParser):
         request: Any,
     ) -> DeltaMessage | None:
         if self._stream is None or not previous_text:
-            tools = _tool_dicts(getattr(request, "tools", None) or self.request_tools)
+            tools = tool_dicts(getattr(request, "tools", None) or self.request_tools)
             self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, tools, tool_parser=self)
         return self._stream.feed(delta_text)
 
@@ -383,7 +367,7 @@ def _adjust(compiled: CompiledTemplate, tokenizer: Any, prefix: str, request: An
             request.spaces_between_special_tokens = False
     if not tool_parser:
         return request
-    tools = _tool_dicts(getattr(request, "tools", None))
+    tools = tool_dicts(getattr(request, "tools", None))
     wanted = _guarantee(request, tools)
     if wanted is None:
         return request
@@ -431,7 +415,7 @@ class RespcParser(Parser):
         super().__init__(tokenizer, tools, *args, **kwargs)
         if enable_auto_tools is not None:
             self._enable_auto_tools = enable_auto_tools
-        self._tools = _tool_dicts(tools)
+        self._tools = tool_dicts(tools)
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
@@ -460,7 +444,7 @@ class RespcParser(Parser):
             self.compiled,
             self.model_tokenizer,
             self._prefix,
-            _tool_dicts(getattr(request, "tools", None)) or self._tools,
+            tool_dicts(getattr(request, "tools", None)) or self._tools,
             tool_parser=self._tool_parser,
             parse_tools=self._tool_parser is not None and _tools_enabled(request, auto),
         )
