@@ -10,9 +10,10 @@ delimiters).
 
 from __future__ import annotations
 
+import ast
 import json
-import warnings
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -100,18 +101,40 @@ def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     """How alike the chat template's prompt (with the family's sample tools) and the family's
     sample prompts are: the Jaccard index of their sets of 8-character pieces (last 3,000
     characters; linear time, where difflib's ratio is quadratic)."""
+    return _prompt_resemblance(chat, name)[0]
+
+
+def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
+    """(likeness, containment): the Jaccard index above, and the share of the family's sample
+    prompt's pieces that the chat template's prompt holds, leaving out the pieces of the sample
+    tools' names and descriptions and of the user's message (what is left is the family's own
+    template text: its markers, its system prompt, its way of writing the tools)."""
     data = samples(name)
     if not data or not data.get("cases"):
-        return 0.0
-    rendered = chat.render([_probes.USER], tools=data.get("tools") or _probes.TOOLS, add_generation_prompt=True) or ""
-    best = 0.0
+        return 0.0, 0.0
+    tools = data.get("tools") or _probes.TOOLS
+    rendered = chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or ""
+    noise = _shingles(_probes.USER["content"])
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        for text in [function.get("name"), function.get("description")] + [p.get("description") for p in properties.values() if isinstance(p, dict)]:
+            if isinstance(text, str):
+                noise |= _shingles(text)
+    whole = _shingles(rendered)
+    tail = _shingles(rendered[-3000:])
+    likeness = containment = 0.0
     for case in data["cases"][:2]:
         prefix = case.get("prefix", "")
-        if prefix:
-            a, b = _shingles(rendered[-3000:]), _shingles(prefix[-3000:])
-            if a or b:
-                best = max(best, len(a & b) / len(a | b))
-    return best
+        if not prefix:
+            continue
+        b = _shingles(prefix[-3000:])
+        if tail or b:
+            likeness = max(likeness, len(tail & b) / len(tail | b))
+        own = _shingles(prefix) - noise
+        if own:
+            containment = max(containment, len(own & whole) / len(own))
+    return likeness, containment
 
 
 def _shown_fields(template: dict, rendered: list) -> tuple[int, int]:
@@ -217,9 +240,10 @@ def parses_all(compiled, rendered: list, stop_at_first: bool = True, name: str |
     reasoning and the family's own reasoning close (from its samples) stand in front of the
     rendered turn."""
     failed = []
+    source = chat.source if chat is not None else ""
     for item in rendered:
-        why = _check(compiled, item, name)
-        if why and item.first_turn is not None and not _check(compiled, item.first_turn, name):
+        why = _check(compiled, item, name, source)
+        if why and item.first_turn is not None and not _check(compiled, item.first_turn, name, source):
             why = None  # the render holds two assistant turns: the family reads the first
         if why and chat is not None and _renders_alike(chat, item, compiled):
             why = None
@@ -230,25 +254,69 @@ def parses_all(compiled, rendered: list, stop_at_first: bool = True, name: str |
     return failed
 
 
-def _check(compiled, item, name: str | None) -> str | None:
-    why = _round_trip(compiled, item.output, item.prefix, item.expected)
+def _check(compiled, item, name: str | None, source: str = "") -> str | None:
+    why = _round_trip(compiled, item.output, item.prefix, item.expected, source)
     if why and "reasoning_content" not in item.expected and name and _opens_reasoning(compiled, item.prefix):
         close = reasoning_close(name)
         if close is not None:
             expected = {"reasoning_content": _probes.REASONING, **item.expected}
-            why = _round_trip(compiled, _probes.REASONING + close + item.output, item.prefix, expected)
+            why = _round_trip(compiled, _probes.REASONING + close + item.output, item.prefix, expected, source)
     return why
 
 
-def _round_trip(compiled, output: str, prefix: str, expected: dict) -> str | None:
-    """None when ``compiled`` parses ``output`` to ``expected``, else what it gave."""
+def _round_trip(compiled, output: str, prefix: str, expected: dict, source: str = "") -> str | None:
+    """None when ``compiled`` parses ``output`` to ``expected`` (up to what the chat template's
+    ``source`` itself writes: ``_without_render_artefacts``), else what it gave."""
     try:
         parsed = compiled.parse(output, prefix=prefix, tools=_probes.TOOLS)
     except Exception as exc:  # noqa: BLE001  (a probe the template cannot parse fails the family)
         return f"{type(exc).__name__}: {exc}"
-    if not _probes.matches(parsed, expected):
-        return f"got {_probes.normalize(parsed)}, want {expected}"
-    return None
+    if _probes.matches(parsed, expected):
+        return None
+    got = _probes.normalize(parsed)
+    if source and _probes.matches(_as_parsed(_without_render_artefacts(got, expected, source)), expected):
+        return None
+    return f"got {got}, want {expected}"
+
+
+def _without_render_artefacts(got: dict, want: dict, source: str) -> dict:
+    """The family's reading with what the chat template, not the model, wrote taken back out:
+    a plain text (no marker characters) the template's source writes literally in front of the
+    content (``'助手：' + content``), and call arguments it wrote with jinja's ``|string`` (a Python
+    dict's repr, ``{'city': 'Paris'}``, where the model writes JSON)."""
+    out = dict(got)
+    for key in ("content", "reasoning_content"):
+        have, need = out.get(key), want.get(key)
+        if not (isinstance(have, str) and isinstance(need, str)) or not have.endswith(need):
+            continue
+        extra = have[: len(have) - len(need)].strip()
+        if extra and extra in source and not any(ch in extra for ch in "<>[]{}|"):
+            out[key] = need  # plain text, not a marker: a marker the family leaves in content is a misfit
+    calls = []
+    for call in out.get("tool_calls") or []:
+        arguments = call.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                value = ast.literal_eval(arguments)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = None
+            if isinstance(value, dict):
+                call = {**call, "arguments": value}
+        calls.append(call)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _as_parsed(message: dict) -> dict:
+    """A normalized message back in the parser's shape (for ``probes.matches``)."""
+    out = {k: v for k, v in message.items() if k != "tool_calls"}
+    if message.get("tool_calls"):
+        out["tool_calls"] = [
+            {"function": {"name": c.get("name"), "arguments": c.get("arguments")}, **({"id": c["id"]} if "id" in c else {})}
+            for c in message["tool_calls"]
+        ]
+    return out
 
 
 def as_chat_template(chat_template, bos_token: str = "", eos_token: str = "") -> ChatTemplate:
@@ -282,7 +350,9 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
             result.family = result.fitting[0]
         else:
             by_name = {name: compiled for name, compiled, _ in _families()}
-            likeness = {n: round(_prompt_likeness(chat, n), 3) for n in result.fitting}
+            resemblance = {n: _prompt_resemblance(chat, n) for n in result.fitting}
+            likeness = {n: round(resemblance[n][0], 3) for n in result.fitting}
+            containment = {n: round(resemblance[n][1], 3) for n in result.fitting}
             result.family = max(
                 result.fitting,
                 key=lambda n: (
@@ -290,6 +360,7 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
                     -_shown_fields(by_name[n].template, rendered)[1],
                     _shown_fields(by_name[n].template, rendered)[0],
                     _ids_given_back(by_name[n], rendered),
+                    containment[n],
                     likeness[n],
                     _strictness(by_name[n].template),
                     n,
@@ -334,28 +405,50 @@ def _call_marker(template: dict) -> str | None:
     return runs[0].strip() if runs else None
 
 
+def _writes_calls(template: dict, output: str) -> bool:
+    """Whether ``output`` holds the start of the family's calls: the first literal of its
+    ``tool_calls`` open (``<|tool_call_start|>``), or its open pattern anywhere in the text (a
+    Python call list, whose open has no literal of its own or an optional one)."""
+    marker = _call_marker(template)
+    if marker and marker in output:
+        return True
+    pattern = (template.get("fields", {}).get("tool_calls") or {}).get("open_pattern")
+    if not pattern:
+        return False
+    try:
+        return re.search(pattern.replace("\\A", ""), output) is not None
+    except re.error:
+        return False
+
+
 def _own_template_fits(chat, rendered: list, result: DetectResult) -> list:
-    """Where no family fits every probe: a family whose own sample prompts this chat template
-    reproduces (likeness >= 0.9), whose every probe without calls passes, and whose call probes
-    fail with the family's call marker in each render (the template writes the family's calls
-    with another body than the model's: llama.cpp's LFM2 template renders JSON inside
-    ``<|tool_call_start|>``, the model writes Python calls). Such a probe is excused, as
-    ``excused`` in the failures."""
+    """Where no family fits every probe: a family whose every probe without calls passes, whose
+    failing call probes each render the start of the family's calls (``_writes_calls``), and
+    which either reads some call probe of this template as written or has its own sample prompts
+    reproduced by it (likeness >= 0.9). The chat template writes the family's calls otherwise
+    than the model does (llama.cpp's LFM2 template renders JSON inside ``<|tool_call_start|>``
+    where the model writes Python calls; vLLM's Llama 3.2 pythonic template leaves string values
+    unquoted; its Llama 4 one writes content before a call list the model writes alone). Such a
+    probe is excused, as ``excused`` in the failures."""
     by_name = {name: compiled for name, compiled, _ in _families()}
     outputs = {item.probe.name: item for item in rendered}
     found = []
+
+    def excusable(name, failed):
+        template = by_name[name].template
+        return all("tool_calls" in outputs[p].expected and _writes_calls(template, outputs[p].output) for p, _ in failed)
+
     for name, failed in result.failures.items():
-        marker = _call_marker(by_name[name].template)
-        if not marker:
-            continue
-        if any("tool_calls" not in outputs[p].expected or marker not in outputs[p].output for p, _ in failed):
+        if not excusable(name, failed):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             every = parses_all(by_name[name], rendered, stop_at_first=False, name=name, chat=chat)
-        if any("tool_calls" not in outputs[p].expected or marker not in outputs[p].output for p, _ in every):
+        if not excusable(name, every) or len(every) == len(rendered):
             continue
-        if len(every) == len(rendered) or _prompt_likeness(chat, name) < 0.9:
+        failing = {p for p, _ in every}
+        reads_a_call = any("tool_calls" in item.expected and item.probe.name not in failing for item in rendered)
+        if not reads_a_call and _prompt_likeness(chat, name) < 0.9:
             continue
         found.append(name)
         result.failures[name] = [(p, "excused: " + why) for p, why in every]
