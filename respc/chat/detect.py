@@ -32,9 +32,17 @@ class DetectResult:
     failures: dict = field(default_factory=dict)
     skipped: dict = field(default_factory=dict)
     probes: list = field(default_factory=list)
+    content_only: bool = False  # several fit, and the template shows no reasoning or calls
 
     def explain(self) -> str:
         lines = []
+        if self.content_only:
+            lines.append(
+                f"{len(self.fitting)} bundled families fit ({', '.join(self.fitting)}), but the chat template renders "
+                "neither reasoning nor tool calls and none's own prompt, so nothing tells their formats apart; "
+                "`respc infer` writes a content-only template for it"
+            )
+            return "\n".join(lines)
         if self.family:
             lines.append(f"{self.family}" + (f" (also fit: {', '.join(f for f in self.fitting if f != self.family)})" if len(self.fitting) > 1 else ""))
             return "\n".join(lines)
@@ -52,13 +60,15 @@ class DetectResult:
 
 @lru_cache(maxsize=None)
 def _families() -> tuple:
-    """(name, compiled template, anchor test) of every bundled template."""
-    from ..api import bundled_templates, load
+    """(name, template dict, anchor test) of every bundled template: the JSON only, read in a
+    few milliseconds; a family's parser is loaded (``_compiled``, ~25 ms each in the pure-Python
+    runtime) only once its anchor occurs in a chat template's prompts."""
+    from ..api import bundled_templates
 
+    folder = resources.files("respc.templates")
     out = []
     for name in bundled_templates():
-        compiled = load(name)
-        template = compiled.template
+        template = json.loads(folder.joinpath(f"{name}.json").read_text("utf-8"))
         if "start_anchor_pattern" in template:
             rx = re.compile(template["start_anchor_pattern"])
             test = rx.search
@@ -68,8 +78,20 @@ def _families() -> tuple:
             test = lambda text, anchors=tuple(anchors): any(a in text for a in anchors)  # noqa: E731
         else:
             test = lambda text: True  # noqa: E731
-        out.append((name, compiled, test))
+        out.append((name, template, test))
     return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _compiled(name: str):
+    """The bundled family's CompiledTemplate (``respc.load``), loaded on first use."""
+    from ..api import load
+
+    return load(name)
+
+
+def _template(name: str) -> dict:
+    return next(template for family, template, _ in _families() if family == name)
 
 
 @lru_cache(maxsize=None)
@@ -124,7 +146,11 @@ def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
     whole = _shingles(rendered)
     tail = _shingles(rendered[-3000:])
     likeness = containment = 0.0
-    for case in data["cases"][:2]:
+    # the sample prompts written with the sample tools (what the chat template renders here):
+    # a bare ``user``/``assistant`` sample prompt is every ChatML template's
+    names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
+    with_tools = [c for c in data["cases"] if names and isinstance(names[0], str) and names[0] in c.get("prefix", "")]
+    for case in with_tools[:2] or data["cases"][:2]:
         prefix = case.get("prefix", "")
         if not prefix:
             continue
@@ -149,7 +175,7 @@ def _shown_fields(template: dict, rendered: list) -> tuple[int, int]:
     fields = [key for key in template.get("fields", {}) if key in ("reasoning_content", "tool_calls")]
     for key in fields:
         spec = template["fields"][key]
-        marker = spec.get("open") if isinstance(spec.get("open"), str) else next(iter(_literal_runs(spec.get("open_pattern") or "")), None)
+        marker = _field_marker(template, key)
         if key not in shown and marker and marker.strip() and marker.strip() in prompts:
             shown.add(key)
     used = sum(1 for key in fields if key in shown)
@@ -333,9 +359,11 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
     if not rendered:
         return result
     prompts = "\n".join(r.prefix[-400:] for r in rendered)
-    for name, compiled, test in _families():
-        if not test(prompts):
+    call_texts = [r.prefix[-200:] + r.output for r in rendered if r.expected.get("tool_calls")]
+    for name, template, test in _families():
+        if not test(prompts) or not _may_read_calls(template, call_texts):
             continue
+        compiled = _compiled(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a prefix without the anchor is a failure to report, not to warn of
             failed = parses_all(compiled, rendered, stop_at_first=not all_failures, name=name, chat=chat)
@@ -348,8 +376,9 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
     if result.fitting:
         if len(result.fitting) == 1:
             result.family = result.fitting[0]
+        elif _content_only(chat, rendered, result.fitting):
+            result.content_only = True  # nothing the template shows tells the fitting formats apart
         else:
-            by_name = {name: compiled for name, compiled, _ in _families()}
             resemblance = {n: _prompt_resemblance(chat, n) for n in result.fitting}
             likeness = {n: round(resemblance[n][0], 3) for n in result.fitting}
             containment = {n: round(resemblance[n][1], 3) for n in result.fitting}
@@ -357,16 +386,28 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
                 result.fitting,
                 key=lambda n: (
                     likeness[n] >= 0.9,  # the family's own sample prompts, rendered by this very template
-                    -_shown_fields(by_name[n].template, rendered)[1],
-                    _shown_fields(by_name[n].template, rendered)[0],
-                    _ids_given_back(by_name[n], rendered),
+                    -_shown_fields(_template(n), rendered)[1],
+                    _shown_fields(_template(n), rendered)[0],
+                    _ids_given_back(_compiled(n), rendered),
                     containment[n],
                     likeness[n],
-                    _strictness(by_name[n].template),
+                    _strictness(_template(n)),
                     n,
                 ),
             )
     return result
+
+
+def _content_only(chat, rendered: list, fitting: list) -> bool:
+    """Whether several families fit and the chat template shows none of their reasoning or call
+    fields (no probe gives one back, no prompt writes one's open marker) and reproduces none's
+    own sample prompts: a template that renders content only (plain ChatML) says nothing of
+    how the model writes reasoning or calls, and naming one of the fitting formats would be a
+    guess (a parser that reads ``<tool_call>`` or ``<think>`` out of text the model may not
+    mean so)."""
+    if any(_shown_fields(_template(n), rendered)[0] for n in fitting):
+        return False
+    return all(_prompt_likeness(chat, n) < 0.9 for n in fitting)
 
 
 def _literal_runs(pattern: str) -> list:
@@ -394,18 +435,44 @@ def _literal_runs(pattern: str) -> list:
     return [r for r in runs if len(r.strip()) >= 4]
 
 
-def _call_marker(template: dict) -> str | None:
-    spec = template.get("fields", {}).get("tool_calls") or {}
+def _structural_literals(template: dict) -> set:
+    """The literals every turn of the family holds whatever it writes: its start anchors and its
+    content close (``<|im_end|>``, ``<|im_start|>assistant``)."""
+    out = set()
+    anchors = template.get("start_anchor")
+    for anchor in [anchors] if isinstance(anchors, str) else list(anchors or []):
+        out.add(anchor.strip())
+    out.update(run.strip() for run in _literal_runs(template.get("start_anchor_pattern") or ""))
+    content = template.get("fields", {}).get("content") or {}
+    for key in ("close", "close_pattern"):
+        value = content.get(key)
+        if isinstance(value, str):
+            out.add(value.strip()) if key == "close" else out.update(run.strip() for run in _literal_runs(value))
+    return {item for item in out if item}
+
+
+def _field_marker(template: dict, key: str) -> str | None:
+    """The first literal (four characters or more) of a field's open that is not one of the
+    family's structural literals: what the text holds only where the model writes that field
+    (hyperclovax's calls open with an optional ``<|im_end|><|im_start|>assistant`` before
+    ``-> tool/function_call``; only the last says a call is there)."""
+    spec = template.get("fields", {}).get(key) or {}
+    structural = _structural_literals(template)
     value = spec.get("open")
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if isinstance(value, str) and len(value.strip()) >= 4:
-        return value.strip()
-    runs = _literal_runs(spec.get("open_pattern") or "")
-    return runs[0].strip() if runs else None
+    candidates = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    candidates = [c.strip() for c in candidates if isinstance(c, str) and len(c.strip()) >= 4]
+    candidates += [run.strip() for run in _literal_runs(spec.get("open_pattern") or "")]
+    for candidate in candidates:
+        if candidate not in structural:
+            return candidate
+    return None
 
 
-def _writes_calls(template: dict, output: str) -> bool:
+def _call_marker(template: dict) -> str | None:
+    return _field_marker(template, "tool_calls")
+
+
+def _writes_calls(template: dict, output: str, unknown: bool = False) -> bool:
     """Whether ``output`` holds the start of the family's calls: the first literal of its
     ``tool_calls`` open (``<|tool_call_start|>``), or its open pattern anywhere in the text (a
     Python call list, whose open has no literal of its own or an optional one)."""
@@ -418,7 +485,35 @@ def _writes_calls(template: dict, output: str) -> bool:
     try:
         return re.search(pattern.replace("\\A", ""), output) is not None
     except re.error:
+        # a pattern Python's re does not take as written (a variable-width lookbehind, a group
+        # name used twice: the compiler rewrites those): no telling
+        return unknown
+
+
+def _may_read_calls(template: dict, call_texts: list) -> bool:
+    """A cheap pre-filter next to the anchor's: where the chat template renders calls, a family
+    can give them back (or have them excused) only if its call open, literal or pattern, occurs
+    in one of those renders (with the prompt's end before it)."""
+    if not call_texts:
+        return True
+    return any(_writes_calls(template, text, unknown=True) for text in call_texts)
+
+
+def _only_calls_differ(compiled, item) -> bool:
+    """Whether a call probe fails in its calls alone: the parse raises (on the call body), or
+    gives the probe's reasoning and a content that holds the probe's (the calls the family does
+    not read stay in its content)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = _probes.normalize(compiled.parse(item.output, prefix=item.prefix, tools=_probes.TOOLS))
+    except Exception:  # noqa: BLE001
+        return True
+    want = item.expected
+    if got.get("reasoning_content") != (want["reasoning_content"].strip() if "reasoning_content" in want else None):
         return False
+    content = got.get("content")
+    return content is None or not isinstance(content, str) or want.get("content", "").strip() in content
 
 
 def _own_template_fits(chat, rendered: list, result: DetectResult) -> list:
@@ -430,20 +525,24 @@ def _own_template_fits(chat, rendered: list, result: DetectResult) -> list:
     where the model writes Python calls; vLLM's Llama 3.2 pythonic template leaves string values
     unquoted; its Llama 4 one writes content before a call list the model writes alone). Such a
     probe is excused, as ``excused`` in the failures."""
-    by_name = {name: compiled for name, compiled, _ in _families()}
     outputs = {item.probe.name: item for item in rendered}
     found = []
 
     def excusable(name, failed):
-        template = by_name[name].template
-        return all("tool_calls" in outputs[p].expected and _writes_calls(template, outputs[p].output) for p, _ in failed)
+        template = _template(name)
+        return all(
+            "tool_calls" in outputs[p].expected
+            and _writes_calls(template, outputs[p].output)
+            and _only_calls_differ(_compiled(name), outputs[p])
+            for p, _ in failed
+        )
 
     for name, failed in result.failures.items():
         if not excusable(name, failed):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            every = parses_all(by_name[name], rendered, stop_at_first=False, name=name, chat=chat)
+            every = parses_all(_compiled(name), rendered, stop_at_first=False, name=name, chat=chat)
         if not excusable(name, every) or len(every) == len(rendered):
             continue
         failing = {p for p, _ in every}
