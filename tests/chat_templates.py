@@ -101,6 +101,37 @@ PYTHONIC = """{%- if tools %}{{- '<|header|>system\\nTools:\\n' }}{%- for t in t
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|header|>assistant\\n' }}{%- endif %}"""
 
+#: ChatML JSON calls whose assistant turns start with a fixed text the template writes itself
+#: (the model is to write it too): 'Reply: ' + content
+PREFIXED_CONTENT = CHATML_JSON.replace(
+    "{%- if m.content %}{{- m.content }}{%- endif %}", "{%- if m.content %}{{- 'Reply: ' + m.content }}{%- endif %}"
+)
+
+#: calls after an action marker, the arguments written with jinja's |string (a Python dict's
+#: repr, {'city': 'Paris'}), where the model writes JSON; no reasoning
+ACTION_REPR = """{%- if tools %}{{- '<|im_start|>system name=<|plugin|>\\n' + tools | tojson + '<|im_end|>\\n' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|im_start|>assistant\\n' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<|action_start|><|plugin|>\\n{"name": "' + tc.function.name + '", "arguments": ' + (tc.function.arguments | string) + '}<|action_end|>' }}{%- endfor %}
+{{- '<|im_end|>\\n' }}
+{%- elif m.role == 'tool' %}{{- '<|im_start|>environment name=<|plugin|>\\n' + m.content + '<|im_end|>\\n' }}
+{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"""
+
+#: header turns with a Python call list written after the content (the model writes the list
+#: as its whole reply): <|header_start|>assistant<|header_end|>\\n\\nText[f(a=1)]<|eot|>
+HEADER_PYTHONIC = """{%- if tools %}{{- '<|header_start|>system<|header_end|>\\n\\nCall tools as [name(key=value)]:\\n' }}{%- for t in tools %}{{- t | tojson + '\\n' }}{%- endfor %}{{- '<|eot|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|header_start|>assistant<|header_end|>\\n\\n' + (m.content or '') }}
+{%- if m.tool_calls %}{{- '[' }}{%- for tc in m.tool_calls %}{%- if not loop.first %}{{- ', ' }}{%- endif %}
+{{- tc.function.name + '(' }}{%- for k, v in tc.function.arguments.items() %}{%- if not loop.first %}{{- ', ' }}{%- endif %}{{- k + '=' + (v | tojson) }}{%- endfor %}{{- ')' }}
+{%- endfor %}{{- ']' }}{%- endif %}{{- '<|eot|>' }}
+{%- elif m.role == 'tool' %}{{- '<|header_start|>ipython<|header_end|>\\n\\n' + m.content + '<|eot|>' }}
+{%- else %}{{- '<|header_start|>' + m.role + '<|header_end|>\\n\\n' + m.content + '<|eot|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|header_start|>assistant<|header_end|>\\n\\n' }}{%- endif %}"""
+
 ALL = {
     "chatml_json": CHATML_JSON,
     "tagged_xml": TAGGED_XML,

@@ -67,11 +67,61 @@ def test_template_that_raises_on_tools_skips_those_probes():
     assert "answer_no_tools" in result.probes
 
 
-def test_stricter_family_wins_a_tie():
-    # every ChatML family parses a content-only reply; the template that reads no reasoning or
-    # calls the chat template never renders is not taken over one that does
+def test_plain_chatml_is_content_only():
+    # every ChatML family parses a content-only reply, and the template shows no reasoning, no
+    # calls and no family's own prompt: naming one would be a guess
     result = detect_report(C.NO_TOOLS)
-    assert len(result.fitting) > 1 and result.family in result.fitting
+    assert len(result.fitting) > 1 and result.family is None and result.content_only
+    assert "content-only" in result.explain()
+    # a template that shows reasoning is not content only (its format tells the families apart)
+    shown = detect_report(C.PREOPEN_THINK)
+    assert shown.family is not None and not shown.content_only
+
+
+def test_for_model_infers_a_content_only_template_for_plain_chatml(tmp_path):
+    (tmp_path / "chat_template.jinja").write_text(C.NO_TOOLS)
+    report = []
+    compiled = respc.for_model(str(tmp_path), report=report)
+    assert "inferred" in report[0]
+    assert set(compiled.template["fields"]) == {"content"}
+    assert compiled.parse("The answer.<|im_end|>", prefix="<|im_start|>assistant\n")["content"] == "The answer."
+
+
+def test_text_the_template_writes_before_the_content_is_not_the_models():
+    assert detect_report(C.PREFIXED_CONTENT).family == detect_report(C.CHATML_JSON).family
+
+
+def test_arguments_written_as_a_python_dict_are_the_json_the_model_writes():
+    result = detect_report(C.ACTION_REPR)
+    assert result.family == "internlm2", result.explain()
+    assert "internlm2" not in result.failures
+
+
+def test_calls_rendered_after_content_are_excused_for_a_call_list_family():
+    # the family reads the calls written alone; the render's content + call list is excused
+    result = detect_report(C.HEADER_PYTHONIC)
+    assert result.family == "llama4", result.explain()
+    assert [p for p, _ in result.failures["llama4"]] == ["content_call"]
+    assert result.failures["llama4"][0][1].startswith("excused")
+
+
+def test_excuse_needs_the_failure_to_be_in_the_calls():
+    # the action template with reasoning the family cannot read: the reasoning + call probe
+    # fails outside its calls, so nothing is excused and nothing fits
+    with_reasoning = C.ACTION_REPR.replace(
+        "{{- '<|im_start|>assistant\\n' + (m.content or '') }}",
+        "{{- '<|im_start|>assistant\\n' + ('<think>' + m.reasoning_content + '</think>' if m.reasoning_content else '') + (m.content or '') }}",
+    )
+    assert with_reasoning != C.ACTION_REPR
+    assert respc.detect(with_reasoning) is None
+
+
+def test_parsers_load_only_for_families_whose_anchor_occurs():
+    from respc.chat.detect import _compiled
+
+    _compiled.cache_clear()
+    assert respc.detect(C.HEADER_PYTHONIC) == "llama4"
+    assert _compiled.cache_info().currsize <= 3  # not the 61 bundled families
 
 
 def test_for_model_prefers_the_shipped_response_template(tmp_path):
