@@ -348,7 +348,17 @@ def _as_parsed(message: dict) -> dict:
 def as_chat_template(chat_template, bos_token: str = "", eos_token: str = "") -> ChatTemplate:
     if isinstance(chat_template, ChatTemplate):
         return chat_template
-    return ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
+    if not isinstance(chat_template, str) or not isinstance(bos_token, str) or not isinstance(eos_token, str):
+        return ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)  # (says what is wrong)
+    return _chat_template(chat_template, bos_token, eos_token)
+
+
+@lru_cache(maxsize=16)
+def _chat_template(source: str, bos_token: str, eos_token: str) -> ChatTemplate:
+    """One ChatTemplate per chat template and tokens in a process, with its renders: the probes
+    render alike every time (one ``strftime_now`` instant per process), so a second detect of
+    the same template renders nothing again."""
+    return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token)
 
 
 def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", all_failures: bool = False) -> DetectResult:

@@ -145,12 +145,13 @@ class ChatTemplate:
         self.eos_token = eos_token or ""
         self.extra = extra
         self.last_error: str | None = None
-        self._cache: dict[str, str | None] = {}
+        self._cache: dict[str, tuple[str | None, str | None]] = {}
 
     def render(self, messages: list[dict], *, tools: list | None = None, add_generation_prompt: bool = False, **kwargs):
         key = json.dumps([messages, tools, add_generation_prompt, kwargs], sort_keys=True, default=str)
         if key in self._cache:
-            return self._cache[key]
+            text, self.last_error = self._cache[key]
+            return text
         context = {"bos_token": self.bos_token, "eos_token": self.eos_token, **self.extra, **kwargs}
         # kwargs a template documents for its callers instead of ``tools`` (Fireworks' ``functions``,
         # the JSON text of the functions, and ``datetime``), given only where the template reads them
@@ -169,5 +170,7 @@ class ChatTemplate:
         except Exception as exc:  # noqa: BLE001  (a template may raise anything on an input it refuses)
             self.last_error = f"{type(exc).__name__}: {exc}"
             text = None
-        self._cache[key] = text
+        else:
+            self.last_error = None
+        self._cache[key] = (text, self.last_error)
         return text
