@@ -102,15 +102,16 @@ def alias_reasoning(messages: list[dict]) -> list[dict]:
 _NOW = datetime.now()
 
 
-@lru_cache(maxsize=64)
-def _undeclared(source: str) -> frozenset:
-    """The variables ``source`` reads that it never sets (the context it expects)."""
-    from jinja2 import meta
+def _undeclared(tree) -> frozenset:
+    """The variables a parsed template reads that it never sets (the context it expects): the
+    names it loads less those it stores, macro parameters included (jinja's
+    ``meta.find_undeclared_variables`` runs the code generator, which costs a second compile)."""
+    from jinja2 import nodes
 
-    try:
-        return frozenset(meta.find_undeclared_variables(_shared_environment().parse(source)))
-    except Exception:  # noqa: BLE001
-        return frozenset()
+    loaded, stored = set(), set()
+    for node in tree.find_all(nodes.Name):
+        (loaded if node.ctx == "load" else stored).add(node.name)
+    return frozenset(loaded - stored)
 
 
 @lru_cache(maxsize=1)
@@ -120,8 +121,12 @@ def _shared_environment():
 
 @lru_cache(maxsize=64)
 def _compile(source: str):
-    """The jinja template of ``source``, compiled once per process (as transformers caches it)."""
-    return _shared_environment().from_string(source)
+    """(the jinja template of ``source``, the variables it reads undeclared), compiled once per
+    process (as transformers caches it) from one parse."""
+    env = _shared_environment()
+    tree = env.parse(source)
+    reads = _undeclared(tree)  # before compiling: the optimizer may rewrite the tree
+    return env.from_string(tree), reads
 
 
 class ChatTemplate:
@@ -136,11 +141,10 @@ class ChatTemplate:
         import jinja2
 
         try:
-            self.template = _compile(source)
+            self.template, self.reads = _compile(source)
         except jinja2.exceptions.TemplateSyntaxError as exc:
             raise ChatTemplateError(f"chat_template: line {exc.lineno}: {exc.message}; fix the jinja syntax") from exc
         self.source = source
-        self.reads = _undeclared(source)
         self.bos_token = bos_token or ""
         self.eos_token = eos_token or ""
         self.extra = extra
