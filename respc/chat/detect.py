@@ -126,16 +126,39 @@ def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     return _prompt_resemblance(chat, name)[0]
 
 
+@lru_cache(maxsize=256)
 def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
     """(likeness, containment): the Jaccard index above, and the share of the family's sample
     prompt's pieces that the chat template's prompt holds, leaving out the pieces of the sample
     tools' names and descriptions and of the user's message (what is left is the family's own
-    template text: its markers, its system prompt, its way of writing the tools)."""
+    template text: its markers, its system prompt, its way of writing the tools). Cached per
+    ChatTemplate (one per chat template and tokens: ``as_chat_template``) and family."""
+    pieces = _sample_pieces(name)
+    if pieces is None:
+        return 0.0, 0.0
+    tools, cases = pieces
+    rendered = chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or ""
+    whole = _shingles(rendered)
+    tail = _shingles(rendered[-3000:])
+    likeness = containment = 0.0
+    for b, own in cases:
+        if tail or b:
+            likeness = max(likeness, len(tail & b) / len(tail | b))
+        if own:
+            containment = max(containment, len(own & whole) / len(own))
+    return likeness, containment
+
+
+@lru_cache(maxsize=None)
+def _sample_pieces(name: str):
+    """(sample tools, [(pieces of a sample prompt's last 3,000 characters, its pieces less those of
+    the tools' names and descriptions and of the user's message)]) of the family's sample prompts
+    written with its sample tools (what the chat template renders here: a bare
+    ``user``/``assistant`` sample prompt is every ChatML template's), or None without samples."""
     data = samples(name)
     if not data or not data.get("cases"):
-        return 0.0, 0.0
+        return None
     tools = data.get("tools") or _probes.TOOLS
-    rendered = chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or ""
     noise = _shingles(_probes.USER["content"])
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else {}
@@ -143,24 +166,14 @@ def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
         for text in [function.get("name"), function.get("description")] + [p.get("description") for p in properties.values() if isinstance(p, dict)]:
             if isinstance(text, str):
                 noise |= _shingles(text)
-    whole = _shingles(rendered)
-    tail = _shingles(rendered[-3000:])
-    likeness = containment = 0.0
-    # the sample prompts written with the sample tools (what the chat template renders here):
-    # a bare ``user``/``assistant`` sample prompt is every ChatML template's
     names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
     with_tools = [c for c in data["cases"] if names and isinstance(names[0], str) and names[0] in c.get("prefix", "")]
+    cases = []
     for case in with_tools[:2] or data["cases"][:2]:
         prefix = case.get("prefix", "")
-        if not prefix:
-            continue
-        b = _shingles(prefix[-3000:])
-        if tail or b:
-            likeness = max(likeness, len(tail & b) / len(tail | b))
-        own = _shingles(prefix) - noise
-        if own:
-            containment = max(containment, len(own & whole) / len(own))
-    return likeness, containment
+        if prefix:
+            cases.append((_shingles(prefix[-3000:]), _shingles(prefix) - noise))
+    return tools, cases
 
 
 def _shown_fields(template: dict, rendered: list) -> tuple[int, int]:
@@ -420,7 +433,8 @@ def _content_only(chat, rendered: list, fitting: list) -> bool:
     return all(_prompt_likeness(chat, n) < 0.9 for n in fitting)
 
 
-def _literal_runs(pattern: str) -> list:
+@lru_cache(maxsize=1024)
+def _literal_runs(pattern: str) -> tuple:
     """The literal pieces (four characters or more) of a regex, before any lookahead."""
     pattern = pattern.split("(?=")[0]
     runs, run, i = [], "", 0
@@ -442,7 +456,7 @@ def _literal_runs(pattern: str) -> list:
             run += ch
         i += 1
     runs.append(run)
-    return [r for r in runs if len(r.strip()) >= 4]
+    return tuple(r for r in runs if len(r.strip()) >= 4)
 
 
 def _structural_literals(template: dict) -> set:
