@@ -159,6 +159,9 @@ def test_cli_detect(tmp_path, capsys):
     config.write_text(json.dumps({"chat_template": C.CHATML_JSON}))
     assert main(["detect", str(config)]) == 0
     assert main(["detect", str(tmp_path / "missing.jinja")]) == 2
+    path.write_text(C.NO_TOOLS)
+    assert main(["detect", str(path)]) == 1
+    assert "content-only" in capsys.readouterr().err
 
 
 _CONTENT = "{%- if m.content %}{{- m.content }}{%- endif %}"
