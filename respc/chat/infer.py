@@ -231,10 +231,14 @@ class _Infer:
         if turn is not None and (anchor not in turn.prefix or P.TOOL_RESULT in turn.prefix[turn.prefix.rindex(anchor):]):
             # the anchor does not start the turn after a tool result
             # the turn after a tool result starts after another marker (Mistral's [/TOOL_RESULTS])
-            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", turn.prefix)
-            if m and m.group(0) not in anchors:
-                anchors.append(m.group(0))
-                self.say(f"start anchor after a tool result: {m.group(0)!r}")
+            prefix = turn.prefix
+            if reasoning is not None:
+                # a reasoning block the prompt pre-opens or pre-closes is not the turn's start
+                prefix = re.sub(r"(?:" + lit(reasoning[0]) + r")?\s*(?:" + lit(reasoning[1]) + r")?\s*$", "", prefix)
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", prefix)
+            if m and m.group(1) not in anchors:
+                anchors.append(m.group(1))
+                self.say(f"start anchor after a tool result: {m.group(1)!r}")
         template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
         if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
             # thinking off: the generation prompt closes the reasoning right after the anchor
@@ -580,7 +584,14 @@ class _Infer:
             j = len(_common_suffix(a[i:], b[i:]))
             kv_rx = (flex(a[:i]) + "(?:" + lit(a[i: len(a) - j]) + "|" + lit(b[i: len(b) - j]) + ")" + flex(a[len(a) - j:])).replace("><", r">\s*<")
             self.say(f"tool_calls: the key's tag varies with the value: {a!r} / {b!r}")
-        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + (r"\n?" if kv.endswith("\n") else "") + r"(?P<value>.*?)" + (r"\n?" if between.startswith("\n") else "") + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
+        # a value in a tag named by its key (``<parameter=city>Paris</parameter>``) may sit on lines
+        # of its own, as the template family that renders "<parameter=city>\nParis\n" writes it:
+        # one newline either side is not the value's (a value tag of its own, GLM's
+        # ``<arg_value>``, keeps every character)
+        named = kv.strip() == ">" and bool(tag_close)
+        nl_open = r"\n?" if (kv.endswith("\n") or named) else ""
+        nl_close = r"\n?" if (between.startswith("\n") or named) else ""
+        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + nl_open + r"(?P<value>.*?)" + nl_close + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
