@@ -469,8 +469,13 @@ class _Infer:
         transform: dict[str, Any] = {"type": "function", "function": {"name": "{" + name_key + "}", "arguments": "{" + args_key + "}"}}
         if id_key is not None:
             transform = {"id": "{" + id_key + "}", **transform}
+        opening = r"\s*" + (flex(open_) if open_ else r"(?=\[\s*\{)")
+        if id_key is not None and id_key.isidentifier():
+            # a model may leave an item's id out: the item's own key wins, else this empty
+            # capture (the id is then "", as where the id sits between a name and its arguments)
+            opening += "(?P<" + id_key + ">)"
         spec: dict[str, Any] = {
-            "open_pattern": r"\s*" + (flex(open_) if open_ else r"(?=\[\s*\{)"),
+            "open_pattern": opening,
             "content": "json",
             "transform_each": True,
             "transform": transform,
