@@ -206,8 +206,10 @@ class _Infer:
             fields["tool_calls"] = tool_field
             if reasoning is not None:
                 # a call written before the reasoning closes ends it
-                if self.call_head:
-                    fields["reasoning_content"]["close_pattern"] += f"|(?={lit(self.call_head)})"
+                heads = [h for h in dict.fromkeys([self.call_head, *self.inner_heads]) if h]
+                if heads:
+                    # (the per-call open too, where an outer one may be left out)
+                    fields["reasoning_content"]["close_pattern"] += "|(?=" + _one_of([lit(h) for h in heads]) + ")"
         end = _one_of(ends)
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
@@ -308,6 +310,7 @@ class _Infer:
 
     def tool_calls(self, head: str) -> tuple[dict | None, str]:
         self.call_head = ""
+        self.inner_heads: list[str] = []
         one = self._call_body("call", head) or self._call_body("reasoning_call", "")
         if one is None:
             self.say("tool_calls: the chat template renders no tool call (no tool_calls field)")
@@ -347,6 +350,7 @@ class _Infer:
         while size > 0 and not (
             two_body[:pos2].endswith(open_[len(open_) - size:])
             and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
+            and open_[len(open_) - size] not in ">]|}"
         ):
             size -= 1  # the longest end of the opening, starting where a token starts, before the second call
         inner = open_[len(open_) - size:].strip() if size else ""
@@ -512,6 +516,8 @@ class _Infer:
                 mid_rx = re.sub(r"\d+", r"\\d+", flex(mid))
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + _name_group(mid) + mid_rx
         self.call_head = (outer or inner).split()[0]
+        if outer and inner.split():
+            self.inner_heads.append(inner.split()[0])
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
             "open_pattern": opening,

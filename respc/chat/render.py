@@ -12,6 +12,7 @@ skipped, never a crash.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -23,10 +24,10 @@ class ChatTemplateError(ValueError):
     """The chat template does not compile (a jinja2 syntax error), or no chat template was given."""
 
 
-def _environment():
+def _environment(mutable: bool = False):
     import jinja2
     import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
     class GenerationTag(jinja2.ext.Extension):
         """``{% generation %}...{% endgeneration %}``: renders the body (the assistant mask is not needed here)."""
@@ -77,7 +78,7 @@ def _environment():
         def fromkeys(self, *args, **kwargs):
             return dict.fromkeys(*args, **kwargs)
 
-    env = ImmutableSandboxedEnvironment(
+    env = (SandboxedEnvironment if mutable else ImmutableSandboxedEnvironment)(
         trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols]
     )
     env.filters["tojson"] = tojson
@@ -113,15 +114,24 @@ def _undeclared(source: str) -> frozenset:
         return frozenset()
 
 
-@lru_cache(maxsize=1)
-def _shared_environment():
-    return _environment()
+@lru_cache(maxsize=2)
+def _shared_environment(mutable: bool = False):
+    return _environment(mutable)
 
 
 @lru_cache(maxsize=64)
-def _compile(source: str):
+def _compile(source: str, mutable: bool = False):
     """The jinja template of ``source``, compiled once per process (as transformers caches it)."""
-    return _shared_environment().from_string(source)
+    return _shared_environment(mutable).from_string(source)
+
+
+def _refused_mutation(exc: Exception) -> bool:
+    """Whether ``exc`` is the immutable sandbox refusing a list's or dict's mutating method."""
+    import jinja2
+
+    return isinstance(exc, jinja2.exceptions.SecurityError) and bool(
+        re.search(r"attribute '(?:append|extend|insert|pop|remove|clear|update|setdefault)' of '(?:list|dict)' object is unsafe", str(exc))
+    )
 
 
 class ChatTemplate:
@@ -145,6 +155,9 @@ class ChatTemplate:
         self.eos_token = eos_token or ""
         self.extra = extra
         self.last_error: str | None = None
+        # renders that the immutable sandbox refused for a list.append and a mutable one gave
+        # (llama.cpp's copies of some templates mutate lists; transformers would raise there)
+        self.mutated = 0
         self._cache: dict[str, str | None] = {}
 
     def render(self, messages: list[dict], *, tools: list | None = None, add_generation_prompt: bool = False, **kwargs):
@@ -158,16 +171,27 @@ class ChatTemplate:
             context["functions"] = json.dumps([t.get("function", t) for t in tools or []], indent=4, ensure_ascii=False)
         if "datetime" in self.reads and "datetime" not in context:
             context["datetime"] = _NOW.strftime("%Y-%m-%d %H:%M:%S")
-        try:
-            text = self.template.render(
+        def run(template):
+            return template.render(
                 messages=alias_reasoning(json.loads(json.dumps(messages))),
                 tools=json.loads(json.dumps(tools)) if tools is not None else None,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
                 **context,
             )
+
+        try:
+            text = run(self.template)
         except Exception as exc:  # noqa: BLE001  (a template may raise anything on an input it refuses)
-            self.last_error = f"{type(exc).__name__}: {exc}"
             text = None
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            if _refused_mutation(exc):
+                # the template mutates a list it built itself: what it renders is still the
+                # model's format, read with a sandbox that allows it
+                try:
+                    text = run(_compile(self.source, True))
+                    self.mutated += 1
+                except Exception as exc2:  # noqa: BLE001
+                    self.last_error = f"{type(exc2).__name__}: {exc2}"
         self._cache[key] = text
         return text
