@@ -171,7 +171,7 @@ class _Infer:
         eot = after.strip()
         # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
         self.say(f"end of turn: {eot!r}")
-        ends = [lit(eot)] if eot else []
+        ends = [flex(eot)] if eot else []
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
@@ -180,12 +180,22 @@ class _Infer:
         pre_open = None
         if reasoning is not None:
             open_, close = reasoning
+            from_start = not open_
+            if from_start:
+                # the reasoning starts the reply: the generation prompt opens it, and the anchor is
+                # the marker the prompt writes before its generation prompt
+                prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+                m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", prompt[: len(prompt) - len(gen)])
+                if not (prompt.endswith(gen) and m and gen.strip()):
+                    raise InferError(f"reasoning: it starts the reply, and the prompt has no marker before its generation prompt {gen!r}")
+                open_, anchor = gen.strip(), m.group(0)
+                self.say(f"reasoning: opened by the generation prompt {open_!r}; the start anchor is the marker before it, {anchor!r}")
             fields["reasoning_content"] = {
                 "open_pattern": r"\s*" + lit(open_),
                 "close_pattern": lit(close),
                 "content": "text",
             }
-            if open_ in gen and gen.index(open_) <= len(anchor):
+            if not from_start and open_ in gen and gen.index(open_) <= len(anchor):
                 pre_open = gen[gen.index(open_):]
                 anchor = gen[: gen.index(open_)]
                 self.say(f"the generation prompt pre-opens the reasoning ({pre_open!r})")
@@ -225,10 +235,16 @@ class _Infer:
                 strays = [outer_close] if outer_close else []
                 if reasoning is not None and tool_field is not None:
                     strays.append(lit(reasoning[1]))
+                begin = re.fullmatch(r"\[BEGIN ([^\[\]]+)\]", reasoning[1]) if reasoning is not None else None
+                if begin:
+                    # a reasoning closed by "[BEGIN X]" opens X: "[END X]" ends it (by convention,
+                    # as "</think>" closes "<think>")
+                    strays.append(lit(f"[END {begin.group(1)}]"))
+                    self.say(f"content: {reasoning[1]!r} begins it, so '[END {begin.group(1)}]' ends it (convention)")
                 turn_end = (end + r"[\s\S]*") if end else ""
                 spec["close_pattern"] = r"\s*" + (_one_of(strays + [turn_end]) if strays else turn_end)
             fields["content"] = spec
-        anchors = [anchor]
+        anchors = [anchor.lstrip() or anchor]  # whitespace before the marker is the previous turn's
         turn = self.rendered.get("multi_turn")
         if turn is not None and (anchor not in turn.prefix or P.TOOL_RESULT in turn.prefix[turn.prefix.rindex(anchor):]):
             # the anchor does not start the turn after a tool result
@@ -261,12 +277,19 @@ class _Infer:
             if content_open and between.endswith(content_open) and between != content_open:
                 between = between[: -len(content_open)].strip()
             if not open_:
-                # opened by the generation prompt
+                # opened by the generation prompt: a marker it ends with, or the text it writes
+                # after its last marker (Apriel's "Here are my reasoning steps:")
                 prompt_tail = item.prefix[-60:]
                 m = re.search(r"(<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
-                if m is None:
+                marker = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])(?![\s\S]*(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\]))", gen)
+                sentence = gen[marker.end():].strip() if marker else ""
+                if m is not None:
+                    open_ = m.group(1)
+                elif sentence and item.prefix.rstrip().endswith(sentence) and sentence not in out:
+                    open_ = sentence
+                    self.say(f"reasoning: the generation prompt opens it with the text {sentence!r}")
+                else:
                     raise InferError(f"reasoning: rendered {out!r} with no opening marker before it, and the prompt opens none")
-                open_ = m.group(1)
             if not between:
                 raise InferError(f"reasoning: no marker between the reasoning and the answer in {out!r}")
             self.say(f"reasoning: {open_!r} ... {between!r}")
@@ -291,6 +314,12 @@ class _Infer:
             open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
             self.say(f"reasoning: never rendered; the prompt asks for it between {open_!r} and {close!r}")
             return open_, close
+        # a prompt that asks for the answer between "[BEGIN X] ... [END X]" after the model's
+        # reasoning (Apriel-1.5's system prompt): the reasoning is the reply up to "[BEGIN X]"
+        m = re.search(r"\[BEGIN ([^\[\]]+)\][^\[\]]*\[END \1\]", prompt)
+        if m and re.search(r"reason|think", prompt, re.IGNORECASE):
+            self.say(f"reasoning: never rendered; the prompt asks for the answer in {m.group(0)!r}: the reasoning is the reply before {m.group(0)[: m.group(0).index(']') + 1]!r}")
+            return "", f"[BEGIN {m.group(1)}]"
         self.say("reasoning: never rendered (no reasoning field)")
         return None
 
