@@ -94,12 +94,68 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
     return None
 
 
+_MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
+
+
+class _PromptAlways:
+    """A chat template that writes its generation prompt whether or not it is asked for (Cohere's
+    command-r7b), seen as one that writes it only when asked: a render without the generation
+    prompt loses the part the prompt adds. That part is the common end of a one-message render
+    and a render with an answer after it, from the last place the user's turn's first marker
+    occurs there."""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        self.lines = lines
+        self._tails: dict[str, str] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def applies(chat: ChatTemplate) -> bool:
+        history = [P.USER]
+        with_prompt = chat.render(history, tools=P.TOOLS, add_generation_prompt=True)
+        return with_prompt is not None and with_prompt == chat.render(history, tools=P.TOOLS, add_generation_prompt=False)
+
+    def tail(self, tools, kwargs) -> str:
+        key = json.dumps([tools is None, kwargs], sort_keys=True)
+        if key not in self._tails:
+            one = self.chat.render([P.USER], tools=tools, **kwargs) or ""
+            two = self.chat.render([P.USER, {"role": "assistant", "content": P.ANSWER}], tools=tools, **kwargs) or ""
+            shared = _common_suffix(one, two)
+            i = one.find(P.USER["content"])
+            # the user turn's header ("<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|im_start|>user\n"):
+            # its first marker starts every turn
+            header = re.search(r"(?:" + _MARKER + r"[^<>\[\]\n]*\s*)+$", one[:i]) if i > 0 else None
+            first = re.match(_MARKER, header.group(0)).group(0) if header else ""
+            tail = shared[shared.rfind(first):] if first and first in shared else ""
+            closer = re.match(_MARKER, tail)
+            if i > 0 and closer and one[i + len(P.USER["content"]):] == tail:
+                # all that follows the user's text: its turn's own close comes first
+                tail = tail[closer.end():]
+            self._tails[key] = tail
+            self.lines.append(f"generation prompt: written whether or not it is asked for ({tail!r}{', ' + str(kwargs) if kwargs else ''}): left out of the renders without it")
+        return self._tails[key]
+
+    def render(self, messages, *, tools=None, add_generation_prompt=False, **kwargs):
+        text = self.chat.render(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
+        if text is None or add_generation_prompt:
+            return text
+        tail = self.tail(tools, kwargs)
+        return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
+
+
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
-        for probe in P.base_probes():
+        extra = [
+            # reasoning a template renders only next to calls, with thinking on (command-r7b)
+            P.Probe("thinking_on_reasoning_call", {"role": "assistant", "reasoning_content": P.REASONING, "content": "", "tool_calls": [P.WEATHER]}, kwargs={"enable_thinking": True})
+        ]
+        for probe in P.base_probes() + extra:
             result = P.render_probe(chat, probe)
             if isinstance(result, str):
                 self.lines.append(f"probe {probe.name}: skipped ({result})")
@@ -169,6 +225,16 @@ class _Infer:
             raise InferError(f"content: the reply's content is not in its render {out!r}")
         before, after = out[: out.index(P.ANSWER)], out[out.index(P.ANSWER) + len(P.ANSWER):]
         eot = after.strip()
+        content_close = ""
+        call_out = (self.rendered.get("call") or self.rendered.get("thinking_on_call") or P.Rendered(None, "", "", {})).output.rstrip()
+        if eot and not call_out.endswith(eot):
+            # a call's render ends with only the last markers of it: the first ones close the
+            # content (command-r7b's "<|END_RESPONSE|>", then the turn's "<|END_OF_TURN_TOKEN|>")
+            for m in re.finditer(_MARKER, eot):
+                if m.start() > 0 and call_out.endswith(eot[m.start():]):
+                    content_close, eot = eot[: m.start()].strip(), eot[m.start():]
+                    self.say(f"content closes with {content_close!r}")
+                    break
         # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
         self.say(f"end of turn: {eot!r}")
         ends = [flex(eot)] if eot else []
@@ -223,8 +289,8 @@ class _Infer:
         end = _one_of(ends)
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
-            if end:
-                fields["content"]["close_pattern"] = r"\s*" + end + r"[\s\S]*"
+            if end or content_close:
+                fields["content"]["close_pattern"] = r"\s*" + _one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"
             self.say(f"content opens with {content_open!r}")
         else:
             spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
@@ -233,6 +299,8 @@ class _Infer:
                 # the marker closing the calls' section, and a reasoning close written after the
                 # calls (a stray one: the reasoning already ended), end a piece of content
                 strays = [outer_close] if outer_close else []
+                if content_close:
+                    strays.append(lit(content_close))
                 if reasoning is not None and tool_field is not None:
                     strays.append(lit(reasoning[1]))
                 begin = re.fullmatch(r"\[BEGIN ([^\[\]]+)\]", reasoning[1]) if reasoning is not None else None
@@ -294,6 +362,18 @@ class _Infer:
                 raise InferError(f"reasoning: no marker between the reasoning and the answer in {out!r}")
             self.say(f"reasoning: {open_!r} ... {between!r}")
             return open_, between
+        # reasoning rendered only next to calls: its open before it, the marker after it its close
+        for name in ("reasoning_call", "thinking_on_reasoning_call"):
+            item = self.rendered.get(name)
+            if item is None or P.REASONING not in item.output:
+                continue
+            out = item.output
+            i = out.index(P.REASONING)
+            open_ = out[:i].strip()
+            m = re.match(r"\s*(" + _MARKER + ")", out[i + len(P.REASONING):])
+            if open_ and m and re.fullmatch(_MARKER, open_):
+                self.say(f"reasoning: rendered only next to calls ({name}): {open_!r} ... {m.group(1)!r}")
+                return open_, m.group(1)
         # the template drops reasoning from its history: an empty block in a generation prompt
         # (thinking off), or a pre-opened one, tells its markers
         for tail in tails.values():
@@ -738,7 +818,11 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
     from ..compiler.lint import lint
 
     chat = chat_template if isinstance(chat_template, ChatTemplate) else ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
+    lines: list[str] = []
+    if _PromptAlways.applies(chat):
+        chat = _PromptAlways(chat, lines)
     engine = _Infer(chat)
+    engine.lines[:0] = lines
     try:
         template = engine.infer()
     except InferError as exc:
