@@ -149,6 +149,7 @@ class _PromptAlways:
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
+        self.content_wrap: tuple[str, str] | None = None
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
         extra = [
@@ -299,6 +300,8 @@ class _Infer:
                 # the marker closing the calls' section, and a reasoning close written after the
                 # calls (a stray one: the reasoning already ended), end a piece of content
                 strays = [outer_close] if outer_close else []
+                if self.content_wrap:
+                    strays += [lit(self.content_wrap[0]), lit(self.content_wrap[1])]
                 if content_close:
                     strays.append(lit(content_close))
                 if reasoning is not None and tool_field is not None:
@@ -371,7 +374,7 @@ class _Infer:
             i = out.index(P.REASONING)
             open_ = out[:i].strip()
             m = re.match(r"\s*(" + _MARKER + ")", out[i + len(P.REASONING):])
-            if open_ and m and re.fullmatch(_MARKER, open_):
+            if open_ and m and re.match(_MARKER + r"[^\n<>\[\]]*$", open_):
                 self.say(f"reasoning: rendered only next to calls ({name}): {open_!r} ... {m.group(1)!r}")
                 return open_, m.group(1)
         # the template drops reasoning from its history: an empty block in a generation prompt
@@ -389,18 +392,38 @@ class _Infer:
         # a prompt that tells the model to think between markers (Ministral-3-Reasoning's system
         # prompt: "[THINK]Your thoughts...[/THINK]")
         prompt = next((item.prefix for item in self.rendered.values()), "")
-        m = re.search(r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)", prompt, re.IGNORECASE)
-        if m:
-            open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
-            self.say(f"reasoning: never rendered; the prompt asks for it between {open_!r} and {close!r}")
-            return open_, close
+        think = r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)"
+        found = self._asked_for(think, [("the prompt", prompt)])
+        if found:
+            return found
         # a prompt that asks for the answer between "[BEGIN X] ... [END X]" after the model's
         # reasoning (Apriel-1.5's system prompt): the reasoning is the reply up to "[BEGIN X]"
         m = re.search(r"\[BEGIN ([^\[\]]+)\][^\[\]]*\[END \1\]", prompt)
         if m and re.search(r"reason|think", prompt, re.IGNORECASE):
             self.say(f"reasoning: never rendered; the prompt asks for the answer in {m.group(0)!r}: the reasoning is the reply before {m.group(0)[: m.group(0).index(']') + 1]!r}")
             return "", f"[BEGIN {m.group(1)}]"
+        # the template's own text: a system prompt it writes only for a kwarg the probes do not
+        # pass (Granite 3.3's ``thinking``)
+        found = self._asked_for(think, [("the template's text", self.chat.source)])
+        if found:
+            return found
         self.say("reasoning: never rendered (no reasoning field)")
+        return None
+
+    def _asked_for(self, think: str, sources: list) -> tuple[str, str] | None:
+        """Think markers a prompt (or the template's own text) asks the model to write."""
+        for where, text in sources:
+            m = re.search(think, text, re.IGNORECASE)
+            if m:
+                open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
+                self.say(f"reasoning: never rendered; {where} asks for it between {open_!r} and {close!r}")
+                # the answer in a block of its own named next to it ("write your response
+                # between <response></response>")
+                w = re.search(r"<(\w*(?:response|answer)\w*)>\s*</\1>", text[m.end(): m.end() + 300], re.IGNORECASE)
+                if w:
+                    self.content_wrap = (f"<{w.group(1)}>", f"</{w.group(1)}>")
+                    self.say(f"content: {where} asks for it between {self.content_wrap[0]!r} and {self.content_wrap[1]!r}")
+                return open_, close
         return None
 
     def _call_body(self, name: str, head: str) -> tuple[str, str] | None:
@@ -443,6 +466,12 @@ class _Infer:
             return self._name_outside(body, found, two_body)
         if re.search(re.escape(name) + r"\s*\(", body):
             return self._pythonic(body, two_body)
+        loose = self._loose_json(body)
+        if loose is not None:
+            spec, outer_close = self._name_outside(body, loose[0], two_body)
+            spec["content_args"] = {**loose[1], **spec["content_args"]}
+            self.say(f"tool_calls: the arguments are JSON with {loose[1]}")
+            return spec, outer_close
         if "city" in body and "Paris" in body:
             return self._tagged(body, two_body)
         raise InferError(f"tool_calls: no known body format in the rendered call {body!r}")
@@ -665,6 +694,18 @@ class _Infer:
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a Python call list after {open_!r}")
         return spec, ""
+
+    def _loose_json(self, body):
+        """The arguments as JSON with bare keys and strings between other delimiters than quotes
+        (Gemma 4's ``{city:<|"|>Paris<|"|>,days:3}``): ((start, end, None), content_args), or None."""
+        name = P.WEATHER["function"]["name"]
+        m = re.search(re.escape(name) + r"[^{]*?(\{)\s*city\s*:(.*?)Paris(.*?),\s*days\s*:\s*3\s*\}", body, re.S)
+        if m is None:
+            return None
+        open_, close = m.group(2).strip(), m.group(3).strip()
+        if not open_ or not close or '"' in (open_ + close) and (open_, close) == ('"', '"'):
+            return None
+        return (m.start(1), m.end(), None), {"unquoted_keys": True, "string_delims": [[open_, close]]}
 
     def _tagged(self, body, two_body):
         name = P.WEATHER["function"]["name"]
