@@ -242,6 +242,7 @@ class _Infer:
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
+        self.eot = eot
         fields: dict[str, dict] = {}
         reasoning = self.reasoning(gen, before, tails)
         pre_open = None
@@ -445,6 +446,9 @@ class _Infer:
         self.inner_heads: list[str] = []
         one = self._call_body("call", head) or self._call_body("reasoning_call", "")
         if one is None:
+            described = self._described_calls()
+            if described is not None:
+                return described, ""
             self.say("tool_calls: the chat template renders no tool call (no tool_calls field)")
             return None, ""
         body = one[0].strip()
@@ -475,6 +479,58 @@ class _Infer:
         if "city" in body and "Paris" in body:
             return self._tagged(body, two_body)
         raise InferError(f"tool_calls: no known body format in the rendered call {body!r}")
+
+    def _described_calls(self) -> dict | None:
+        """Calls the template never renders but its prompt with tools describes: a call marker
+        (``<|tool_call|>``) written only when there are tools, followed by a JSON example or
+        "a JSON list". The field is checked on calls written that way (``described_*`` probes)."""
+        with_tools = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        without = self.chat.render([P.USER], add_generation_prompt=True) or ""
+        marker = next(
+            (
+                m
+                for m in re.finditer(_MARKER, with_tools)
+                if re.search(r"(?:tool|function)_?calls?\b", m.group(0), re.IGNORECASE)
+                and not re.match(r"<\|?/|\[/", m.group(0))
+                and m.group(0) not in without
+            ),
+            None,
+        )
+        if marker is None:
+            return None
+        open_ = marker.group(0)
+        closes = [open_.replace("<|", "<|/", 1), open_.replace("<", "</", 1), open_.replace("[", "[/", 1)]
+        close = next((c for c in closes if c != open_ and (c in with_tools or c in self.chat.source)), "")
+        after = with_tools[marker.end(): marker.end() + 200]
+        keys = re.findall(r'"(\w+)"\s*:', after[: after.find(close)] if close and close in after else after)
+        name_key = keys[0] if keys else "name"
+        args_key = next((k for k in keys[1:] if k in ("arguments", "parameters", "args")), "arguments")
+        as_list = after.lstrip().startswith("[") or bool(re.match(r"[^.<]{0,40}\b(?:list|array)\b", after, re.IGNORECASE))
+        spec: dict[str, Any] = {"open_pattern": r"\s*" + lit(open_), "content": "json"}
+        if as_list:
+            spec.update({"transform_each": True, "transform": {"type": "function", "function": {"name": "{" + name_key + "}", "arguments": "{" + args_key + "}"}}})
+        else:
+            spec.update({"repeats": True, "content_args": {"allow_non_json": True}, "transform": {"type": "function", "function": {"name": "{content." + name_key + "}", "arguments": "{content." + args_key + "}"}}})
+        if close:
+            spec["close_pattern"] = lit(close) + r"\s*"
+        elif self.ends:
+            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        self.call_head = open_
+        self.say(f"tool_calls: never rendered; the prompt with tools describes {'a JSON list' if as_list else 'a JSON object'} ({name_key!r}, {args_key!r}) after {open_!r}" + (f", closed by {close!r}" if close else ""))
+        # calls written as described, checked with the rest
+        eot = self.eot
+        cases = [("described_call", [P.WEATHER])]
+        if as_list or close:
+            cases.append(("described_two_calls", [P.WEATHER, P.TIME]))  # (one object to the turn's end otherwise)
+        for name, calls in cases:
+            items = [{name_key: c["function"]["name"], args_key: c["function"]["arguments"]} for c in calls]
+            if as_list:
+                text = open_ + json.dumps(items) + close + eot
+            else:
+                text = "".join(open_ + json.dumps(i) + close for i in items) + eot
+            expected = {"tool_calls": [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in calls]}
+            self.rendered[name] = P.Rendered(P.Probe(name, {}), with_tools, text, expected, "written as the prompt describes")
+        return spec
 
     def _split_two(self, open_: str, close: str, end1: int, pos2: int, two_body: str | None) -> tuple[str, str, str]:
         """(outer open, per-call open, per-call close) from the two-call render: ``end1`` is where
