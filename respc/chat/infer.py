@@ -329,6 +329,15 @@ class _Infer:
             if m and m.group(1) not in anchors:
                 anchors.append(m.group(1))
                 self.say(f"start anchor after a tool result: {m.group(1)!r}")
+        if turn is not None:
+            # a tool result the template can also write inside the model's own turn, in a branch the
+            # probes do not reach (Gemma 4's "<|tool_response>...<tool_response|>" for an assistant
+            # message's tool_responses): the model's text starts after its close
+            for close in dict.fromkeys(re.findall(r"<\|?/?\w*tool_?(?:response|result)s?\w*\|?>", self.chat.source)):
+                closing = close.startswith(("</", "<|/")) or (close.endswith("|>") and not close.startswith("<|"))
+                if closing and close not in turn.prefix and close not in anchors:
+                    anchors.append(close)
+                    self.say(f"start anchor: the template's text closes a tool result with {close!r}, which no probe renders")
         template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
         if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
             # thinking off: the generation prompt closes the reasoning right after the anchor
