@@ -471,6 +471,9 @@ class _Infer:
         found = _find_json(body, lambda v: isinstance(v, list) and v and isinstance(v[0], dict) and name in v[0].values())
         if found:
             return self._json_list(body, found, two_body)
+        found = _find_json(body, lambda v: isinstance(v, list) and v and v[0] == {name: args})
+        if found:
+            return self._keyed_list(body, found)
         found = _find_json(body, lambda v: isinstance(v, dict) and name in v.values() and args in v.values())
         if found:
             return self._json_object(body, found, two_body)
@@ -488,6 +491,29 @@ class _Infer:
         if "city" in body and "Paris" in body:
             return self._tagged(body, two_body)
         raise InferError(f"tool_calls: no known body format in the rendered call {body!r}")
+
+    def _keyed_list(self, body, found):
+        """A JSON list of objects keyed by the function name (Apertus's
+        ``[{"get_weather": {"city": "Paris"}}]``): each call is read from its key to the object's
+        end, the first after the list's open, the others after a comma inside the list."""
+        start, end, _ = found
+        open_, close = body[:start].strip(), body[end:].strip()
+        if not open_:
+            raise InferError(f"tool_calls: a JSON list keyed by function names with no marker before it ({body!r})")
+        key = r"\s*\{\s*\"(?P<name>[^\"]+)\"\s*:"
+        inside = flex(open_) + (r"(?:(?!" + flex(close) + r").)*" if close else r"[^\]]*")
+        spec = {
+            "open_pattern": r"\s*" + flex(open_) + r"\s*\[" + key + r"|\s*,(?<=" + inside + r",)" + key,
+            # the arguments' "}" and then the item's, before the next item or the list's end
+            "close_pattern": r"(?<=\})\s*\}(?=\s*(?:,\s*\{|\]))",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"allow_non_json": True},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        }
+        self.call_head = open_
+        self.say(f"tool_calls: a JSON list of objects keyed by the function name after {open_!r}")
+        return spec, r"\]\s*" + (flex(close) if close else "")
 
     def _described_calls(self) -> dict | None:
         """Calls the template never renders but its prompt with tools describes: a call marker
