@@ -94,6 +94,8 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
     return None
 
 
+# a JSON object's last "}": one after which JSON cannot go on (no ",", "]" or "}" follows)
+JSON_END = r"(?<=\})(?=\s*(?:[^\s,\]\}]|\Z))\s*"
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -634,7 +636,7 @@ class _Infer:
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(close) + r"\s*") if close else r"(?<=\})\s*",
+            "close_pattern": (flex(close) + r"\s*") if close else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -750,7 +752,7 @@ class _Infer:
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(post) + r"\s*") if post else r"(?<=\})\s*",
+            "close_pattern": (flex(post) + r"\s*") if post else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
