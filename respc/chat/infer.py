@@ -539,6 +539,9 @@ class _Infer:
         closes = [open_.replace("<|", "<|/", 1), open_.replace("<", "</", 1), open_.replace("[", "[/", 1)]
         close = next((c for c in closes if c != open_ and (c in with_tools or c in self.chat.source)), "")
         after = with_tools[marker.end(): marker.end() + 200]
+        nxt = re.search(_MARKER, after)
+        if nxt and not (close and after.startswith(close, nxt.start())):
+            after = after[: nxt.start()]  # the description ends at the next marker (not its close)
         keys = re.findall(r'"(\w+)"\s*:', after[: after.find(close)] if close and close in after else after)
         name_key = keys[0] if keys else "name"
         args_key = next((k for k in keys[1:] if k in ("arguments", "parameters", "args")), "arguments")
