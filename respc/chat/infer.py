@@ -96,6 +96,8 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
 
 # a JSON object's last "}": one after which JSON cannot go on (no ",", "]" or "}" follows)
 JSON_END = r"(?<=\})(?=\s*(?:[^\s,\]\}]|\Z))\s*"
+# the same for a list of JSON objects ("}]"; not a marker's "]" before the list)
+JSON_LIST_END = r"(?<=\}\s*\])(?=\s*(?:[^\s,\]\}]|\Z))\s*"
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -553,16 +555,15 @@ class _Infer:
             spec.update({"repeats": True, "content_args": {"allow_non_json": True}, "transform": {"type": "function", "function": {"name": "{content." + name_key + "}", "arguments": "{content." + args_key + "}"}}})
         if close:
             spec["close_pattern"] = lit(close) + r"\s*"
-        elif self.ends:
-            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        elif as_list:
+            spec["close_pattern"] = JSON_LIST_END
+        else:
+            spec["close_pattern"] = JSON_END
         self.call_head = open_
         self.say(f"tool_calls: never rendered; the prompt with tools describes {'a JSON list' if as_list else 'a JSON object'} ({name_key!r}, {args_key!r}) after {open_!r}" + (f", closed by {close!r}" if close else ""))
         # calls written as described, checked with the rest
         eot = self.eot
-        cases = [("described_call", [P.WEATHER])]
-        if as_list or close:
-            cases.append(("described_two_calls", [P.WEATHER, P.TIME]))  # (one object to the turn's end otherwise)
-        for name, calls in cases:
+        for name, calls in (("described_call", [P.WEATHER]), ("described_two_calls", [P.WEATHER, P.TIME])):
             items = [{name_key: c["function"]["name"], args_key: c["function"]["arguments"]} for c in calls]
             if as_list:
                 text = open_ + json.dumps(items) + close + eot
@@ -720,8 +721,8 @@ class _Infer:
         }
         if close:
             spec["close_pattern"] = flex(close) + r"\s*"
-        elif self.ends:
-            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        else:
+            spec["close_pattern"] = JSON_LIST_END  # text after the list is content
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a JSON list of ({name_key!r}, {args_key!r}) after {open_!r}")
         return spec, ""
