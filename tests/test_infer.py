@@ -311,3 +311,12 @@ def test_a_json_call_without_close_ends_where_json_cannot_go_on():
     out = '\n<|call|> {"name": "get_weather", "arguments": {"city": "Oslo", "opts": {"units": "C"}}}\n<|call|> {"name": "get_time", "arguments": {}}<|im_end|>'
     template, message = _reply("open_only_json", out)
     assert _calls(message) == [("get_weather", {"city": "Oslo", "opts": {"units": "C"}}), ("get_time", {})]
+
+
+def test_text_after_a_json_list_without_close_is_content():
+    template = respc.infer(C.JSON_LIST_IDS, bos_token="<s>", eos_token="</s>")
+    compiled = respc.compile_template(template)
+    out = 'Checking.[CALLS][{"name": "get_time", "arguments": {"timezone": "UTC"}, "id": "a1"}] I will report back.</s>'
+    message = compiled.parse(out, prefix="<s>[USER]hi[/USER][ASSISTANT]")
+    assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_time"]
+    assert "I will report back." in message["content"] and "Checking." in message["content"]
