@@ -958,7 +958,11 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
     chat = chat_template if isinstance(chat_template, ChatTemplate) else ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
     lines: list[str] = []
     if _PromptAlways.applies(chat):
-        chat = _PromptAlways(chat, lines)
+        always = _PromptAlways(chat, lines)
+        if always.tail(P.TOOLS, {}):
+            chat = always
+        else:
+            lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
     engine = _Infer(chat)
     engine.lines[:0] = lines
     try:
