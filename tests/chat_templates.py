@@ -184,6 +184,24 @@ OPEN_ONLY_JSON = chatml(
     "{{- '\\n<|call|> ' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}"
 )
 
+#: calls written for the OpenAI form, arguments as a JSON string (string concatenation raises on a dict)
+STRING_ARGUMENTS = chatml(
+    "{%- if not loop.first %}{{- '\\n' }}{%- endif %}"
+    "{{- '<tool_call>\\n{\"name\": \"' + tc.function.name + '\", \"arguments\": ' + tc.function.arguments + '}\\n</tool_call>' }}"
+)
+
+#: every message opens with ">>>" and its recipient ("all" for content, else the function name);
+#: the generation prompt writes the first ">>>"
+RECIPIENT_MARKER = """{%- if tools %}{{- '<|start|>system\nTools: ' + tools | tojson + '<|eot|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|start|>assistant\n' }}
+{%- if m.content %}{{- '>>>all\n' + m.content }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '>>>' + tc.function.name + '\n' + tc.function.arguments | tojson }}{%- endfor %}
+{{- '<|eot|>' }}
+{%- else %}{{- '<|start|>' + m.role + '\n' + m.content + '<|eot|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start|>assistant\n>>>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -197,6 +215,8 @@ MORE = {
     "results_branch": RESULTS_BRANCH,
     "keyed_list": KEYED_LIST,
     "open_only_json": OPEN_ONLY_JSON,
+    "string_arguments": STRING_ARGUMENTS,
+    "recipient_marker": RECIPIENT_MARKER,
 }
 
 ALL = {

@@ -268,7 +268,7 @@ def test_a_generation_prompt_written_whether_or_not_asked_for():
     assert any("whether or not it is asked for" in line for line in result.lines)
     fields = result.template["fields"]
     assert result.template["start_anchor"] == "<|TURN|><|BOT|>"
-    assert fields["content"]["close_pattern"].startswith(r"\s*(?:<\|END_ANSWER\|>")
+    assert r"(?:<\|END_ANSWER\|>|<\|END_TURN\|>)[\s\S]*" in fields["content"]["close_pattern"]
     out = '<|THINK|>Look it up.<|END_THINK|><|ACT|>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]<|END_ACT|>'
     _, message = _reply("prompt_always", out, enable_thinking=True)
     assert message["reasoning_content"] == "Look it up." and _calls(message) == [("get_time", {"timezone": "UTC"})]
@@ -320,3 +320,19 @@ def test_text_after_a_json_list_without_close_is_content():
     message = compiled.parse(out, prefix="<s>[USER]hi[/USER][ASSISTANT]")
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_time"]
     assert "I will report back." in message["content"] and "Checking." in message["content"]
+
+
+def test_a_template_for_string_arguments_is_rendered_with_them():
+    chat = ChatTemplate(C.STRING_ARGUMENTS)
+    turn = chat.render([probes.USER, {"role": "assistant", "content": "", "tool_calls": [probes.WEATHER]}], tools=probes.TOOLS)
+    assert '"arguments": {"city": "Paris", "days": 3}}' in turn and chat.string_arguments > 0
+    _, message = _reply("string_arguments", '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_call_marker_the_generation_prompt_writes():
+    template, message = _reply("recipient_marker", 'get_time\n{"timezone": "UTC"}>>>set_alarm\n{"hour": 7, "label": "up"}<|eot|>')
+    assert template["start_anchor"] == "<|start|>assistant\n"
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    _, message = _reply("recipient_marker", 'all\nOne moment.>>>get_time\n{"timezone": "UTC"}<|eot|>')
+    assert message["content"] == "One moment." and _calls(message) == [("get_time", {"timezone": "UTC"})]

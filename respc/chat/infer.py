@@ -283,7 +283,16 @@ class _Infer:
             content_open = re.sub(r"^\s*(?:" + lit(reasoning[0]) + r")?\s*" + lit(reasoning[1]), "", before).strip()
         if not anchor.strip():
             raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
+        self.gen, self.preopened_call = gen, ""
         tool_field, outer_close = self.tool_calls(before)
+        if self.preopened_call:
+            # the marker opens every message: the anchor stops before it, the content's open has it
+            anchor = anchor[: len(anchor) - len(self.preopened_call)] if anchor.endswith(self.preopened_call) else anchor
+            if content_open and tool_field is not None:
+                # a call's name is not the content's recipient (">>>all")
+                marker = flex(self.preopened_call)
+                tool_field["open_pattern"] = tool_field["open_pattern"].replace(marker, marker + "(?!" + lit(content_open) + r"\s)", 1)
+            content_open = self.preopened_call + content_open
         if tool_field is not None:
             fields["tool_calls"] = tool_field
             if reasoning is not None:
@@ -296,7 +305,10 @@ class _Infer:
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
             if end or content_close:
-                fields["content"]["close_pattern"] = r"\s*" + _one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"
+                closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
+                if tool_field is not None and self.call_head:
+                    closes.append("(?=" + lit(self.call_head) + ")")  # a call after the content ends it
+                fields["content"]["close_pattern"] = r"\s*" + _one_of(closes)
             self.say(f"content opens with {content_open!r}")
         else:
             spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
@@ -736,6 +748,13 @@ class _Infer:
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end:], end - lead, pos2, two_body)
         if not pre:
+            # the generation prompt writes the first call's marker (Functionary v3.2's ">>>", which
+            # opens every message): the marker the two-call render writes before the second call
+            between = two_body[end - lead: pos2].strip() if two_body and pos2 > end - lead else ""
+            if between and self.gen.endswith(between) and not self.preopened_call:
+                self.preopened_call = between
+                self.say(f"tool_calls: the generation prompt writes the first call's marker {between!r}")
+                return self._name_outside(between + body, (start + len(between), end + len(between), None), between + two_body)
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
         mid_rx = flex(mid)
         with_id = P.ID1 in mid

@@ -125,6 +125,24 @@ def _compile(source: str, mutable: bool = False):
     return _shared_environment(mutable).from_string(source)
 
 
+def _string_arguments(messages: list[dict]) -> list[dict]:
+    """``messages`` with each call's arguments as a JSON string (``messages`` itself if none is a dict)."""
+    if not any(isinstance((c.get("function") or {}).get("arguments"), dict) for m in messages for c in m.get("tool_calls") or []):
+        return messages
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                f = c.get("function") or {}
+                if isinstance(f.get("arguments"), dict):
+                    c = {**c, "function": {**f, "arguments": json.dumps(f["arguments"], ensure_ascii=False)}}
+                calls.append(c)
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out
+
+
 def _refused_mutation(exc: Exception) -> bool:
     """Whether ``exc`` is the immutable sandbox refusing a list's or dict's mutating method."""
     import jinja2
@@ -158,6 +176,7 @@ class ChatTemplate:
         # renders that the immutable sandbox refused for a list.append and a mutable one gave
         # (llama.cpp's copies of some templates mutate lists; transformers would raise there)
         self.mutated = 0
+        self.string_arguments = 0  # renders that needed the calls' arguments as JSON strings
         self._cache: dict[str, str | None] = {}
 
     def render(self, messages: list[dict], *, tools: list | None = None, add_generation_prompt: bool = False, **kwargs):
@@ -171,9 +190,9 @@ class ChatTemplate:
             context["functions"] = json.dumps([t.get("function", t) for t in tools or []], indent=4, ensure_ascii=False)
         if "datetime" in self.reads and "datetime" not in context:
             context["datetime"] = _NOW.strftime("%Y-%m-%d %H:%M:%S")
-        def run(template):
+        def run(template, history=messages):
             return template.render(
-                messages=alias_reasoning(json.loads(json.dumps(messages))),
+                messages=alias_reasoning(json.loads(json.dumps(history))),
                 tools=json.loads(json.dumps(tools)) if tools is not None else None,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
@@ -185,7 +204,15 @@ class ChatTemplate:
         except Exception as exc:  # noqa: BLE001  (a template may raise anything on an input it refuses)
             text = None
             self.last_error = f"{type(exc).__name__}: {exc}"
-            if _refused_mutation(exc):
+            if isinstance(exc, TypeError) and _string_arguments(messages) is not messages:
+                # a template written for the OpenAI form, the arguments as a JSON string
+                # ('\n' + tool_call.function.arguments): rendered with that form
+                try:
+                    text = run(self.template, _string_arguments(messages))
+                    self.string_arguments += 1
+                except Exception as exc2:  # noqa: BLE001
+                    self.last_error = f"{type(exc2).__name__}: {exc2}"
+            elif _refused_mutation(exc):
                 # the template mutates a list it built itself: what it renders is still the
                 # model's format, read with a sandbox that allows it
                 try:
