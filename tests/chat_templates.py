@@ -202,6 +202,17 @@ RECIPIENT_MARKER = """{%- if tools %}{{- '<|start|>system\nTools: ' + tools | to
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|start|>assistant\n>>>' }}{%- endif %}"""
 
+#: a bare JSON call as the reply; a branch for built-in tools (never reached by the probes) writes
+#: "<|python_tag|>" before the call
+BARE_JSON_TAGGED_BRANCH = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '<|/hdr|>\n' }}
+{%- if m.tool_calls %}{%- if m.tool_calls | length > 1 %}{{- raise_exception('one call at a time') }}{%- endif %}
+{%- set tool_call = m.tool_calls[0].function %}
+{%- if builtin_tools is defined and tool_call.name in builtin_tools %}{{- '<|python_tag|>' + tool_call.name + '.call()' }}
+{%- else %}{{- {'name': tool_call.name, 'parameters': tool_call.arguments} | tojson }}{%- endif %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|hdr|>assistant<|/hdr|>\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -217,6 +228,7 @@ MORE = {
     "open_only_json": OPEN_ONLY_JSON,
     "string_arguments": STRING_ARGUMENTS,
     "recipient_marker": RECIPIENT_MARKER,
+    "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
 }
 
 ALL = {

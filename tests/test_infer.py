@@ -336,3 +336,10 @@ def test_a_call_marker_the_generation_prompt_writes():
     assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
     _, message = _reply("recipient_marker", 'all\nOne moment.>>>get_time\n{"timezone": "UTC"}<|eot|>')
     assert message["content"] == "One moment." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_marker_the_template_writes_before_calls_in_an_unreached_branch():
+    out = '<|python_tag|>{"type": "function", "name": "get_time", "parameters": {"timezone": "UTC"}} Checking now.<|eot|>'
+    template, message = _reply("bare_json_tagged_branch", out)
+    assert r"(?:<\|python_tag\|>\s*)?" in template["fields"]["tool_calls"]["open_pattern"]
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and message["content"] == "Checking now."

@@ -691,10 +691,19 @@ class _Infer:
         if not self.ends:
             raise InferError(f"tool_calls: a bare JSON call and no end-of-turn marker to close it ({body!r})")
         self.call_head = ""
-        self.say(f"tool_calls: a bare JSON object ({name_key!r}, {args_key!r}) as the whole reply")
+        self.say(f"tool_calls: a bare JSON object ({name_key!r}, {args_key!r})")
+        # a marker the template's text writes right before a call's name, in a branch the probes
+        # do not reach (Llama 3.1's "<|python_tag|>" + tool_call.name for its built-in tools):
+        # the model may write it before a call
+        head = ""
+        m = re.search(r"""["'](<\|[^|<>"']+\|>)["']\s*\+\s*\(?\s*\w*(?:tool_?call|function)\w*[.\[]""", self.chat.source)
+        if m and m.group(1) not in body:
+            head = r"(?:" + lit(m.group(1)) + r"\s*)?"
+            self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
         spec = {
-            "open_pattern": r"\s*(?=\{\s*\"" + lit(name_key) + r"\"\s*:)",
-            "close_pattern": r"\s*" + _one_of(self.ends) + r"[\s\S]*",
+            # the name key before any nested object (a "type" key may come first)
+            "open_pattern": r"\s*" + head + r"(?=\{[^{}]*\"" + lit(name_key) + r"\"\s*:)",
+            "close_pattern": JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
