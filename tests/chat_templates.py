@@ -213,6 +213,16 @@ BARE_JSON_TAGGED_BRANCH = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|hdr|>assistant<|/hdr|>\n' }}{%- endif %}"""
 
+#: each call written as a turn of its own after the reply's end-of-turn marker
+CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<|end|>\n\n' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- 'assistant<|sep|>\n' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<|end|>\n\nfunction call<|sep|>\n' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- endfor %}
+{{- '<|end|>\n\n' }}
+{%- else %}{{- m.role + '<|sep|>\n' + m.content + '<|end|>\n\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -229,6 +239,7 @@ MORE = {
     "string_arguments": STRING_ARGUMENTS,
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
+    "call_turn": CALL_TURN,
 }
 
 ALL = {

@@ -343,3 +343,11 @@ def test_a_marker_the_template_writes_before_calls_in_an_unreached_branch():
     template, message = _reply("bare_json_tagged_branch", out)
     assert r"(?:<\|python_tag\|>\s*)?" in template["fields"]["tool_calls"]["open_pattern"]
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and message["content"] == "Checking now."
+
+
+def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
+    out = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    template, message = _reply("call_turn", out)
+    assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+    _, message = _reply("call_turn", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
+    assert message["content"] == "Hello." and not message.get("tool_calls")

@@ -283,8 +283,13 @@ class _Infer:
             content_open = re.sub(r"^\s*(?:" + lit(reasoning[0]) + r")?\s*" + lit(reasoning[1]), "", before).strip()
         if not anchor.strip():
             raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
-        self.gen, self.preopened_call = gen, ""
+        self.gen, self.preopened_call, self.call_turn = gen, "", ""
         tool_field, outer_close = self.tool_calls(before)
+        if self.call_turn and self.call_turn[1] and tool_field is not None:
+            # that end of turn ends the content only where no call turn follows it
+            end_rx, rest = self.call_turn
+            self.ends[:] = [e + r"(?!\s*" + flex(rest) + ")" if e == end_rx else e for e in self.ends]
+            self.say(f"tool_calls: written as a turn of its own ({rest!r}) after the end-of-turn marker")
         if self.preopened_call:
             # the marker opens every message: the anchor stops before it, the content's open has it
             anchor = anchor[: len(anchor) - len(self.preopened_call)] if anchor.endswith(self.preopened_call) else anchor
@@ -459,9 +464,17 @@ class _Infer:
         out = item.output
         if head and out.startswith(head):
             out = out[len(head):]
+        # the end of turn after the call (a template may write the call as a turn of its own after
+        # an end-of-turn marker: GigaChat's "<|message_sep|>\n\nfunction call<|role_sep|>")
+        n = max(out.find(P.WEATHER["function"]["name"]), 0)
         for end in self.ends:
-            m = re.search(r"\s*" + end, out)
+            m = re.compile(r"\s*" + end).search(out, n)
             if m:
+                first = re.search(r"\s*" + end, out[:n])
+                if first and not self.call_turn:
+                    brace = out.find("{", first.end())
+                    stop = min(i for i in (n, brace) if i >= 0)
+                    self.call_turn = (end, out[first.end(): stop].strip())
                 out = out[: m.start()]
                 break
         return out, item.output
