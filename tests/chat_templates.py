@@ -132,6 +132,147 @@ HEADER_PYTHONIC = """{%- if tools %}{{- '<|header_start|>system<|header_end|>\\n
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|header_start|>assistant<|header_end|>\\n\\n' }}{%- endif %}"""
 
+#: tagged parameters whose tag names the key, the value inline: <parameter=city>Paris</parameter>
+KEY_NAMED_TAGS = TAGGED_XML.replace("'>\\n' + (v | string) + '\\n</parameter>\\n'", "'>' + (v | string) + '</parameter>\\n'")
+
+#: tool results written inside the assistant's turn (<results>...</results>, no new header), a prompt that pre-closes <think></think>
+RESULTS_IN_TURN = """{%- for m in messages %}
+{%- if m.role == 'user' %}{{- '<U>' + m.content }}
+{%- elif m.role == 'tool' %}{{- '<results>' + m.content + '</results>' }}
+{%- elif m.role == 'assistant' %}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<A>' }}{%- endif %}
+{{- '</think>' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</call>' }}{%- endfor %}
+{{- '<end>' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{%- if messages[-1].role != 'tool' %}{{- '<A>' }}{%- endif %}{{- '<think>' if enable_thinking else '<think></think>' }}{%- endif %}"""
+
+#: ChatML JSON calls from a template that mutates a list it builds (list.append)
+APPENDS_TO_LIST = CHATML_JSON.replace(
+    "{%- for tc in m.tool_calls or [] %}",
+    "{%- set seen = [] %}{%- for tc in m.tool_calls or [] %}{%- set _ = seen.append(tc.function.name) %}",
+)
+
+#: a generation prompt that opens the reasoning with a sentence; the answer after [BEGIN FINAL]
+SENTENCE_OPENS_REASONING = """{%- if tools %}{{- '<|system|>\\nTools: ' + tools | tojson + '\\n' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|assistant|>\\n' }}
+{%- if m.reasoning_content %}{{- m.reasoning_content + '\\n[BEGIN FINAL]\\n' }}{%- endif %}
+{{- m.content or '' }}
+{%- if m.tool_calls %}{{- '\\n<calls>' + m.tool_calls | map(attribute='function') | list | tojson + '</calls>' }}{%- endif %}
+{{- '\\n' }}
+{%- else %}{{- '<|' + m.role + '|>\\n' + m.content + '\\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|assistant|>\\nMy reasoning:\\n' }}{%- endif %}"""
+
+#: a system prompt asking for reasoning, then the answer in [BEGIN FINAL] ... [END FINAL]; no reasoning rendered
+BEGIN_END_PROMPT = """{{- '<|system|>\\nReason step by step first; then write the answer as [BEGIN FINAL] ... [END FINAL].\\n<|end|>\\n' }}
+{%- for m in messages %}{{- '<|' + m.role + '|>\\n' + (m.content or '') + '\\n<|end|>\\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|assistant|>\\n' }}{%- endif %}"""
+
+#: the generation prompt written whether or not it is asked for; reasoning rendered only next to calls
+PROMPT_ALWAYS = """{%- if tools %}{{- '<|TURN|><|SYS|>Tools: ' + tools | tojson + '<|END_TURN|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'user' %}{{- '<|TURN|><|USER|>' + m.content + '<|END_TURN|>' }}
+{%- elif m.role == 'tool' %}{{- '<|TURN|><|TOOL|>' + m.content + '<|END_TURN|>' }}
+{%- elif m.tool_calls %}{{- '<|TURN|><|BOT|><|THINK|>' + (m.reasoning_content or '') + '<|END_THINK|><|ACT|>' + m.tool_calls | map(attribute='function') | list | tojson + '<|END_ACT|><|END_TURN|>' }}
+{%- else %}{{- '<|TURN|><|BOT|><|ANSWER|>' + m.content + '<|END_ANSWER|><|END_TURN|>' }}
+{%- endif %}
+{%- endfor %}
+{{- '<|TURN|><|BOT|>' }}{%- if not enable_thinking %}{{- '<|THINK|><|END_THINK|>' }}{%- endif %}"""
+
+#: arguments with bare keys and strings between <"|> delimiters: <call>NAME{city:<"|>Paris<"|>,days:3}</call>
+LOOSE_JSON = chatml(
+    "{{- '<call>' + tc.function.name + '{' }}"
+    "{%- for k, v in tc.function.arguments.items() %}{%- if not loop.first %},{% endif %}"
+    "{{- k + ':' + ('<\"|>' + v + '<\"|>' if v is string else v | string) }}{%- endfor %}{{- '}</call>' }}"
+)
+
+#: no call ever rendered; a system prompt (thinking kwarg) naming <think></think> and <response></response>, and with tools <|tool_call|> followed by a JSON list
+DESCRIBED_CALLS = """{%- set sys = 'You are a helpful assistant.' %}
+{%- if thinking %}{%- set sys = sys + ' Write your thoughts between <think></think> and your response between <response></response>.' %}{%- endif %}
+{%- if tools %}{%- set sys = sys + ' To call a tool, reply with <|tool_call|> followed by a JSON list of calls.' %}{%- endif %}
+{{- '<|role|>system<|sep|>' + sys + '<|eot|>\\n' }}
+{%- if tools %}{{- '<|role|>tools<|sep|>' + tools | tojson + '<|eot|>\\n' }}{%- endif %}
+{%- for m in messages %}{{- '<|role|>' + m.role + '<|sep|>' + (m.content or '') + '<|eot|>\\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|role|>assistant<|sep|>' }}{%- endif %}"""
+
+#: ChatML JSON calls; a branch the probes do not reach writes tool results inside the assistant's turn, closed by <tool_result|>
+RESULTS_BRANCH = CHATML_JSON.replace(
+    "{%- if m.content %}{{- m.content }}{%- endif %}",
+    "{%- for r in m.tool_responses or [] %}{{- '<|tool_result>' + r | tojson + '<tool_result|>' }}{%- endfor %}{%- if m.content %}{{- m.content }}{%- endif %}",
+)
+
+#: a JSON list of objects keyed by the function name: <calls>[{"get_weather": {...}}]</calls>
+KEYED_LIST = chatml(
+    "{%- if loop.first %}{{- '<calls>[' }}{%- else %}{{- ', ' }}{%- endif %}"
+    "{{- {tc.function.name: tc.function.arguments} | tojson }}{%- if loop.last %}{{- ']</calls>' }}{%- endif %}"
+)
+
+#: one JSON object per call after <|call|>, no close marker
+OPEN_ONLY_JSON = chatml(
+    "{{- '\\n<|call|> ' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}"
+)
+
+#: calls written for the OpenAI form, arguments as a JSON string (string concatenation raises on a dict)
+STRING_ARGUMENTS = chatml(
+    "{%- if not loop.first %}{{- '\\n' }}{%- endif %}"
+    "{{- '<tool_call>\\n{\"name\": \"' + tc.function.name + '\", \"arguments\": ' + tc.function.arguments + '}\\n</tool_call>' }}"
+)
+
+#: every message opens with ">>>" and its recipient ("all" for content, else the function name);
+#: the generation prompt writes the first ">>>"
+RECIPIENT_MARKER = """{%- if tools %}{{- '<|start|>system\nTools: ' + tools | tojson + '<|eot|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|start|>assistant\n' }}
+{%- if m.content %}{{- '>>>all\n' + m.content }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '>>>' + tc.function.name + '\n' + tc.function.arguments | tojson }}{%- endfor %}
+{{- '<|eot|>' }}
+{%- else %}{{- '<|start|>' + m.role + '\n' + m.content + '<|eot|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start|>assistant\n>>>' }}{%- endif %}"""
+
+#: a bare JSON call as the reply; a branch for built-in tools (never reached by the probes) writes
+#: "<|python_tag|>" before the call
+BARE_JSON_TAGGED_BRANCH = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '<|/hdr|>\n' }}
+{%- if m.tool_calls %}{%- if m.tool_calls | length > 1 %}{{- raise_exception('one call at a time') }}{%- endif %}
+{%- set tool_call = m.tool_calls[0].function %}
+{%- if builtin_tools is defined and tool_call.name in builtin_tools %}{{- '<|python_tag|>' + tool_call.name + '.call()' }}
+{%- else %}{{- {'name': tool_call.name, 'parameters': tool_call.arguments} | tojson }}{%- endif %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|hdr|>assistant<|/hdr|>\n' }}{%- endif %}"""
+
+#: each call written as a turn of its own after the reply's end-of-turn marker
+CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<|end|>\n\n' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- 'assistant<|sep|>\n' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<|end|>\n\nfunction call<|sep|>\n' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- endfor %}
+{{- '<|end|>\n\n' }}
+{%- else %}{{- m.role + '<|sep|>\n' + m.content + '<|end|>\n\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
+
+#: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
+MORE = {
+    "key_named_tags": KEY_NAMED_TAGS,
+    "results_in_turn": RESULTS_IN_TURN,
+    "appends_to_list": APPENDS_TO_LIST,
+    "sentence_opens_reasoning": SENTENCE_OPENS_REASONING,
+    "begin_end_prompt": BEGIN_END_PROMPT,
+    "prompt_always": PROMPT_ALWAYS,
+    "loose_json": LOOSE_JSON,
+    "described_calls": DESCRIBED_CALLS,
+    "results_branch": RESULTS_BRANCH,
+    "keyed_list": KEYED_LIST,
+    "open_only_json": OPEN_ONLY_JSON,
+    "string_arguments": STRING_ARGUMENTS,
+    "recipient_marker": RECIPIENT_MARKER,
+    "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
+    "call_turn": CALL_TURN,
+}
+
 ALL = {
     "chatml_json": CHATML_JSON,
     "tagged_xml": TAGGED_XML,

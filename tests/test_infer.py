@@ -196,3 +196,158 @@ def test_reasoning_markers_the_prompt_asks_for():
 
     parsed = compile_template(template).parse("[THINK]Paris is near.[/THINK]It is sunny.</s>", prefix="<s>[INST]hi[/INST]")
     assert parsed["reasoning_content"].strip() == "Paris is near." and parsed["content"].strip() == "It is sunny."
+
+
+# --- formats read from more than the probes' renders (chat templates in tests/chat_templates.py) ---
+
+
+def _reply(kind, output, history=None, **kwargs):
+    """``output`` parsed by the template inferred for ``C.MORE[kind]``, after that chat template's prompt."""
+    chat = ChatTemplate(C.MORE[kind], bos_token="<s>", eos_token="</s>")
+    prompt = chat.render(history or [probes.USER], tools=probes.TOOLS, add_generation_prompt=True, **kwargs)
+    template = respc.infer(chat)
+    return template, respc.compile_template(template).parse(output, prefix=prompt, tools=probes.TOOLS)
+
+
+def _calls(message):
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+
+
+@pytest.mark.parametrize("kind", sorted(C.MORE))
+def test_more_formats_round_trip_and_lint_clean(kind):
+    chat = ChatTemplate(C.MORE[kind], bos_token="<s>", eos_token="</s>")
+    template = respc.infer(chat)
+    assert verify(template, chat, {}, random_count=30, seed=11) == []
+    assert lint(template) == [], kind
+
+
+def test_a_value_in_a_key_named_tag_may_sit_on_its_own_lines():
+    out = "<tool_call>\n<function=get_time>\n<parameter=timezone>\nAsia/Tokyo\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    _, message = _reply("key_named_tags", out)
+    assert _calls(message) == [("get_time", {"timezone": "Asia/Tokyo"})]
+
+
+def test_the_turn_after_a_tool_result_starts_before_a_pre_closed_reasoning_block():
+    history = [probes.USER, {"role": "assistant", "content": "", "tool_calls": [probes.WEATHER]}, {"role": "tool", "content": "sunny"}]
+    template, message = _reply("results_in_turn", "Sunny all week.<end>", history)
+    assert template["start_anchor_pattern"].startswith("(?:<A>|</results>)")
+    assert message["content"] == "Sunny all week." and not message.get("tool_calls")
+    _, message = _reply("results_in_turn", "It is sunny.</think>Sunny all week.<end>", history, enable_thinking=True)
+    assert message["reasoning_content"] == "It is sunny." and message["content"] == "Sunny all week."
+
+
+def test_ids_inside_a_json_list_are_optional():
+    template = respc.infer(C.JSON_LIST_IDS, bos_token="<s>", eos_token="</s>")
+    compiled = respc.compile_template(template)
+    message = compiled.parse('[CALLS][{"name": "get_time", "arguments": {"timezone": "UTC"}}]</s>', prefix="<s>[USER]hi[/USER][ASSISTANT]")
+    assert message["tool_calls"][0]["function"] == {"name": "get_time", "arguments": {"timezone": "UTC"}}
+    assert message["tool_calls"][0]["id"] == ""
+
+
+def test_a_template_that_appends_to_a_list_is_rendered_in_a_mutable_sandbox():
+    chat = ChatTemplate(C.APPENDS_TO_LIST)
+    assert chat.render([probes.USER, {"role": "assistant", "content": "", "tool_calls": [probes.WEATHER]}], tools=probes.TOOLS)
+    assert chat.mutated > 0  # the immutable sandbox refused seen.append(...)
+    assert respc.infer(chat)["fields"]["tool_calls"]["open_pattern"] == r"\s*<tool_call>"
+
+
+def test_reasoning_opened_by_a_sentence_and_ended_by_begin_final():
+    template, message = _reply("sentence_opens_reasoning", "Paris is mild.\n[BEGIN FINAL]\nIt is mild.\n[END FINAL]")
+    assert template["fields"]["reasoning_content"]["open_pattern"] == r"\s*My reasoning:"
+    assert message["reasoning_content"].strip() == "Paris is mild." and message["content"].strip() == "It is mild."
+
+
+def test_reasoning_is_the_reply_before_a_prompt_described_begin_marker():
+    template, message = _reply("begin_end_prompt", "The user asks about Paris.\n[BEGIN FINAL]\nIt is sunny.\n[END FINAL]\n<|end|>")
+    assert template["start_anchor"] == "<|end|>\n"
+    assert message["reasoning_content"].strip() == "The user asks about Paris." and message["content"].strip() == "It is sunny."
+
+
+def test_a_generation_prompt_written_whether_or_not_asked_for():
+    result = infer_report(C.PROMPT_ALWAYS)
+    assert any("whether or not it is asked for" in line for line in result.lines)
+    fields = result.template["fields"]
+    assert result.template["start_anchor"] == "<|TURN|><|BOT|>"
+    assert r"(?:<\|END_ANSWER\|>|<\|END_TURN\|>)[\s\S]*" in fields["content"]["close_pattern"]
+    out = '<|THINK|>Look it up.<|END_THINK|><|ACT|>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]<|END_ACT|>'
+    _, message = _reply("prompt_always", out, enable_thinking=True)
+    assert message["reasoning_content"] == "Look it up." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+    _, message = _reply("prompt_always", "<|ANSWER|>Hi.<|END_ANSWER|>")
+    assert message["content"] == "Hi."
+
+
+def test_arguments_with_bare_keys_and_other_string_delimiters():
+    template, message = _reply("loose_json", '<call>set_alarm{hour:7,label:<"|>wake, up<"|>}</call><|im_end|>')
+    assert template["fields"]["tool_calls"]["content_args"]["string_delims"] == [['<"|>', '<"|>']]
+    assert _calls(message) == [("set_alarm", {"hour": 7, "label": "wake, up"})]
+
+
+def test_markers_and_calls_the_template_text_describes():
+    result = infer_report(C.DESCRIBED_CALLS)
+    assert any("the template's text asks for it between '<think>'" in line for line in result.lines)
+    assert "described_call" in " ".join(result.lines) or result.template["fields"]["tool_calls"]
+    out = '<think>Two lookups.</think><response>Checking.</response><|tool_call|>[{"name": "get_time", "arguments": {"timezone": "UTC"}}, {"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
+    _, message = _reply("described_calls", out)
+    assert message["reasoning_content"] == "Two lookups." and message["content"].strip() == "Checking."
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("get_weather", {"city": "Oslo", "days": 2})]
+
+
+def test_a_tool_result_close_no_probe_renders_is_a_start_anchor():
+    template = respc.infer(C.RESULTS_BRANCH)
+    assert template["start_anchor"] == ["<|im_start|>assistant\n", "<tool_result|>"]
+    prefix = '<|im_start|>assistant\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call><|tool_result>"12:00"<tool_result|>'
+    message = respc.compile_template(template).parse("It is noon.<|im_end|>", prefix=prefix)
+    assert message["content"] == "It is noon." and not message.get("tool_calls")
+
+
+def test_a_json_list_keyed_by_function_names():
+    out = '<calls>[{"get_weather": {"city": "Oslo", "days": 2, "opts": {"units": "C"}}}, {"get_time": {}}]</calls><|im_end|>'
+    _, message = _reply("keyed_list", out)
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2, "opts": {"units": "C"}}), ("get_time", {})]
+    assert not message.get("content")
+
+
+def test_a_json_call_without_close_ends_where_json_cannot_go_on():
+    out = '\n<|call|> {"name": "get_weather", "arguments": {"city": "Oslo", "opts": {"units": "C"}}}\n<|call|> {"name": "get_time", "arguments": {}}<|im_end|>'
+    template, message = _reply("open_only_json", out)
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "opts": {"units": "C"}}), ("get_time", {})]
+
+
+def test_text_after_a_json_list_without_close_is_content():
+    template = respc.infer(C.JSON_LIST_IDS, bos_token="<s>", eos_token="</s>")
+    compiled = respc.compile_template(template)
+    out = 'Checking.[CALLS][{"name": "get_time", "arguments": {"timezone": "UTC"}, "id": "a1"}] I will report back.</s>'
+    message = compiled.parse(out, prefix="<s>[USER]hi[/USER][ASSISTANT]")
+    assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_time"]
+    assert "I will report back." in message["content"] and "Checking." in message["content"]
+
+
+def test_a_template_for_string_arguments_is_rendered_with_them():
+    chat = ChatTemplate(C.STRING_ARGUMENTS)
+    turn = chat.render([probes.USER, {"role": "assistant", "content": "", "tool_calls": [probes.WEATHER]}], tools=probes.TOOLS)
+    assert '"arguments": {"city": "Paris", "days": 3}}' in turn and chat.string_arguments > 0
+    _, message = _reply("string_arguments", '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_call_marker_the_generation_prompt_writes():
+    template, message = _reply("recipient_marker", 'get_time\n{"timezone": "UTC"}>>>set_alarm\n{"hour": 7, "label": "up"}<|eot|>')
+    assert template["start_anchor"] == "<|start|>assistant\n"
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    _, message = _reply("recipient_marker", 'all\nOne moment.>>>get_time\n{"timezone": "UTC"}<|eot|>')
+    assert message["content"] == "One moment." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_marker_the_template_writes_before_calls_in_an_unreached_branch():
+    out = '<|python_tag|>{"type": "function", "name": "get_time", "parameters": {"timezone": "UTC"}} Checking now.<|eot|>'
+    template, message = _reply("bare_json_tagged_branch", out)
+    assert r"(?:<\|python_tag\|>\s*)?" in template["fields"]["tool_calls"]["open_pattern"]
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and message["content"] == "Checking now."
+
+
+def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
+    out = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    template, message = _reply("call_turn", out)
+    assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+    _, message = _reply("call_turn", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
+    assert message["content"] == "Hello." and not message.get("tool_calls")

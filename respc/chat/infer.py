@@ -94,12 +94,73 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
     return None
 
 
+# a JSON object's last "}": one after which JSON cannot go on (no ",", "]" or "}" follows)
+JSON_END = r"(?<=\})(?=\s*(?:[^\s,\]\}]|\Z))\s*"
+# the same for a list of JSON objects ("}]"; not a marker's "]" before the list)
+JSON_LIST_END = r"(?<=\}\s*\])(?=\s*(?:[^\s,\]\}]|\Z))\s*"
+_MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
+
+
+class _PromptAlways:
+    """A chat template that writes its generation prompt whether or not it is asked for (Cohere's
+    command-r7b), seen as one that writes it only when asked: a render without the generation
+    prompt loses the part the prompt adds. That part is the common end of a one-message render
+    and a render with an answer after it, from the last place the user's turn's first marker
+    occurs there."""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        self.lines = lines
+        self._tails: dict[str, str] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def applies(chat: ChatTemplate) -> bool:
+        history = [P.USER]
+        with_prompt = chat.render(history, tools=P.TOOLS, add_generation_prompt=True)
+        return with_prompt is not None and with_prompt == chat.render(history, tools=P.TOOLS, add_generation_prompt=False)
+
+    def tail(self, tools, kwargs) -> str:
+        key = json.dumps([tools is None, kwargs], sort_keys=True)
+        if key not in self._tails:
+            one = self.chat.render([P.USER], tools=tools, **kwargs) or ""
+            two = self.chat.render([P.USER, {"role": "assistant", "content": P.ANSWER}], tools=tools, **kwargs) or ""
+            shared = _common_suffix(one, two)
+            i = one.find(P.USER["content"])
+            # the user turn's header ("<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|im_start|>user\n"):
+            # its first marker starts every turn
+            header = re.search(r"(?:" + _MARKER + r"[^<>\[\]\n]*\s*)+$", one[:i]) if i > 0 else None
+            first = re.match(_MARKER, header.group(0)).group(0) if header else ""
+            tail = shared[shared.rfind(first):] if first and first in shared else ""
+            closer = re.match(_MARKER, tail)
+            if i > 0 and closer and one[i + len(P.USER["content"]):] == tail:
+                # all that follows the user's text: its turn's own close comes first
+                tail = tail[closer.end():]
+            self._tails[key] = tail
+            self.lines.append(f"generation prompt: written whether or not it is asked for ({tail!r}{', ' + str(kwargs) if kwargs else ''}): left out of the renders without it")
+        return self._tails[key]
+
+    def render(self, messages, *, tools=None, add_generation_prompt=False, **kwargs):
+        text = self.chat.render(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
+        if text is None or add_generation_prompt:
+            return text
+        tail = self.tail(tools, kwargs)
+        return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
+
+
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
+        self.content_wrap: tuple[str, str] | None = None
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
-        for probe in P.base_probes():
+        extra = [
+            # reasoning a template renders only next to calls, with thinking on (command-r7b)
+            P.Probe("thinking_on_reasoning_call", {"role": "assistant", "reasoning_content": P.REASONING, "content": "", "tool_calls": [P.WEATHER]}, kwargs={"enable_thinking": True})
+        ]
+        for probe in P.base_probes() + extra:
             result = P.render_probe(chat, probe)
             if isinstance(result, str):
                 self.lines.append(f"probe {probe.name}: skipped ({result})")
@@ -169,23 +230,44 @@ class _Infer:
             raise InferError(f"content: the reply's content is not in its render {out!r}")
         before, after = out[: out.index(P.ANSWER)], out[out.index(P.ANSWER) + len(P.ANSWER):]
         eot = after.strip()
+        content_close = ""
+        call_out = (self.rendered.get("call") or self.rendered.get("thinking_on_call") or P.Rendered(None, "", "", {})).output.rstrip()
+        if eot and not call_out.endswith(eot):
+            # a call's render ends with only the last markers of it: the first ones close the
+            # content (command-r7b's "<|END_RESPONSE|>", then the turn's "<|END_OF_TURN_TOKEN|>")
+            for m in re.finditer(_MARKER, eot):
+                if m.start() > 0 and call_out.endswith(eot[m.start():]):
+                    content_close, eot = eot[: m.start()].strip(), eot[m.start():]
+                    self.say(f"content closes with {content_close!r}")
+                    break
         # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
         self.say(f"end of turn: {eot!r}")
-        ends = [lit(eot)] if eot else []
+        ends = [flex(eot)] if eot else []
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
+        self.eot = eot
         fields: dict[str, dict] = {}
         reasoning = self.reasoning(gen, before, tails)
         pre_open = None
         if reasoning is not None:
             open_, close = reasoning
+            from_start = not open_
+            if from_start:
+                # the reasoning starts the reply: the generation prompt opens it, and the anchor is
+                # the marker the prompt writes before its generation prompt
+                prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+                m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", prompt[: len(prompt) - len(gen)])
+                if not (prompt.endswith(gen) and m and gen.strip()):
+                    raise InferError(f"reasoning: it starts the reply, and the prompt has no marker before its generation prompt {gen!r}")
+                open_, anchor = gen.strip(), m.group(0)
+                self.say(f"reasoning: opened by the generation prompt {open_!r}; the start anchor is the marker before it, {anchor!r}")
             fields["reasoning_content"] = {
                 "open_pattern": r"\s*" + lit(open_),
                 "close_pattern": lit(close),
                 "content": "text",
             }
-            if open_ in gen and gen.index(open_) <= len(anchor):
+            if not from_start and open_ in gen and gen.index(open_) <= len(anchor):
                 pre_open = gen[gen.index(open_):]
                 anchor = gen[: gen.index(open_)]
                 self.say(f"the generation prompt pre-opens the reasoning ({pre_open!r})")
@@ -201,18 +283,37 @@ class _Infer:
             content_open = re.sub(r"^\s*(?:" + lit(reasoning[0]) + r")?\s*" + lit(reasoning[1]), "", before).strip()
         if not anchor.strip():
             raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
+        self.gen, self.preopened_call, self.call_turn = gen, "", ""
         tool_field, outer_close = self.tool_calls(before)
+        if self.call_turn and self.call_turn[1] and tool_field is not None:
+            # that end of turn ends the content only where no call turn follows it
+            end_rx, rest = self.call_turn
+            self.ends[:] = [e + r"(?!\s*" + flex(rest) + ")" if e == end_rx else e for e in self.ends]
+            self.say(f"tool_calls: written as a turn of its own ({rest!r}) after the end-of-turn marker")
+        if self.preopened_call:
+            # the marker opens every message: the anchor stops before it, the content's open has it
+            anchor = anchor[: len(anchor) - len(self.preopened_call)] if anchor.endswith(self.preopened_call) else anchor
+            if content_open and tool_field is not None:
+                # a call's name is not the content's recipient (">>>all")
+                marker = flex(self.preopened_call)
+                tool_field["open_pattern"] = tool_field["open_pattern"].replace(marker, marker + "(?!" + lit(content_open) + r"\s)", 1)
+            content_open = self.preopened_call + content_open
         if tool_field is not None:
             fields["tool_calls"] = tool_field
             if reasoning is not None:
                 # a call written before the reasoning closes ends it
-                if self.call_head:
-                    fields["reasoning_content"]["close_pattern"] += f"|(?={lit(self.call_head)})"
+                heads = [h for h in dict.fromkeys([self.call_head, *self.inner_heads]) if h]
+                if heads:
+                    # (the per-call open too, where an outer one may be left out)
+                    fields["reasoning_content"]["close_pattern"] += "|(?=" + _one_of([lit(h) for h in heads]) + ")"
         end = _one_of(ends)
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
-            if end:
-                fields["content"]["close_pattern"] = r"\s*" + end + r"[\s\S]*"
+            if end or content_close:
+                closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
+                if tool_field is not None and self.call_head:
+                    closes.append("(?=" + lit(self.call_head) + ")")  # a call after the content ends it
+                fields["content"]["close_pattern"] = r"\s*" + _one_of(closes)
             self.say(f"content opens with {content_open!r}")
         else:
             spec: dict[str, Any] = {"repeats": True, "join": "\n\n", "content": "text"}
@@ -221,20 +322,43 @@ class _Infer:
                 # the marker closing the calls' section, and a reasoning close written after the
                 # calls (a stray one: the reasoning already ended), end a piece of content
                 strays = [outer_close] if outer_close else []
+                if self.content_wrap:
+                    strays += [lit(self.content_wrap[0]), lit(self.content_wrap[1])]
+                if content_close:
+                    strays.append(lit(content_close))
                 if reasoning is not None and tool_field is not None:
                     strays.append(lit(reasoning[1]))
+                begin = re.fullmatch(r"\[BEGIN ([^\[\]]+)\]", reasoning[1]) if reasoning is not None else None
+                if begin:
+                    # a reasoning closed by "[BEGIN X]" opens X: "[END X]" ends it (by convention,
+                    # as "</think>" closes "<think>")
+                    strays.append(lit(f"[END {begin.group(1)}]"))
+                    self.say(f"content: {reasoning[1]!r} begins it, so '[END {begin.group(1)}]' ends it (convention)")
                 turn_end = (end + r"[\s\S]*") if end else ""
                 spec["close_pattern"] = r"\s*" + (_one_of(strays + [turn_end]) if strays else turn_end)
             fields["content"] = spec
-        anchors = [anchor]
+        anchors = [anchor.lstrip() or anchor]  # whitespace before the marker is the previous turn's
         turn = self.rendered.get("multi_turn")
         if turn is not None and (anchor not in turn.prefix or P.TOOL_RESULT in turn.prefix[turn.prefix.rindex(anchor):]):
             # the anchor does not start the turn after a tool result
             # the turn after a tool result starts after another marker (Mistral's [/TOOL_RESULTS])
-            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", turn.prefix)
-            if m and m.group(0) not in anchors:
-                anchors.append(m.group(0))
-                self.say(f"start anchor after a tool result: {m.group(0)!r}")
+            prefix = turn.prefix
+            if reasoning is not None:
+                # a reasoning block the prompt pre-opens or pre-closes is not the turn's start
+                prefix = re.sub(r"(?:" + lit(reasoning[0]) + r")?\s*(?:" + lit(reasoning[1]) + r")?\s*$", "", prefix)
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", prefix)
+            if m and m.group(1) not in anchors:
+                anchors.append(m.group(1))
+                self.say(f"start anchor after a tool result: {m.group(1)!r}")
+        if turn is not None:
+            # a tool result the template can also write inside the model's own turn, in a branch the
+            # probes do not reach (Gemma 4's "<|tool_response>...<tool_response|>" for an assistant
+            # message's tool_responses): the model's text starts after its close
+            for close in dict.fromkeys(re.findall(r"<\|?/?\w*tool_?(?:response|result)s?\w*\|?>", self.chat.source)):
+                closing = close.startswith(("</", "<|/")) or (close.endswith("|>") and not close.startswith("<|"))
+                if closing and close not in turn.prefix and close not in anchors:
+                    anchors.append(close)
+                    self.say(f"start anchor: the template's text closes a tool result with {close!r}, which no probe renders")
         template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
         if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
             # thinking off: the generation prompt closes the reasoning right after the anchor
@@ -255,16 +379,35 @@ class _Infer:
             if content_open and between.endswith(content_open) and between != content_open:
                 between = between[: -len(content_open)].strip()
             if not open_:
-                # opened by the generation prompt
+                # opened by the generation prompt: a marker it ends with, or the text it writes
+                # after its last marker (Apriel's "Here are my reasoning steps:")
                 prompt_tail = item.prefix[-60:]
                 m = re.search(r"(<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
-                if m is None:
+                marker = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])(?![\s\S]*(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\]))", gen)
+                sentence = gen[marker.end():].strip() if marker else ""
+                if m is not None:
+                    open_ = m.group(1)
+                elif sentence and item.prefix.rstrip().endswith(sentence) and sentence not in out:
+                    open_ = sentence
+                    self.say(f"reasoning: the generation prompt opens it with the text {sentence!r}")
+                else:
                     raise InferError(f"reasoning: rendered {out!r} with no opening marker before it, and the prompt opens none")
-                open_ = m.group(1)
             if not between:
                 raise InferError(f"reasoning: no marker between the reasoning and the answer in {out!r}")
             self.say(f"reasoning: {open_!r} ... {between!r}")
             return open_, between
+        # reasoning rendered only next to calls: its open before it, the marker after it its close
+        for name in ("reasoning_call", "thinking_on_reasoning_call"):
+            item = self.rendered.get(name)
+            if item is None or P.REASONING not in item.output:
+                continue
+            out = item.output
+            i = out.index(P.REASONING)
+            open_ = out[:i].strip()
+            m = re.match(r"\s*(" + _MARKER + ")", out[i + len(P.REASONING):])
+            if open_ and m and re.match(_MARKER + r"[^\n<>\[\]]*$", open_):
+                self.say(f"reasoning: rendered only next to calls ({name}): {open_!r} ... {m.group(1)!r}")
+                return open_, m.group(1)
         # the template drops reasoning from its history: an empty block in a generation prompt
         # (thinking off), or a pre-opened one, tells its markers
         for tail in tails.values():
@@ -280,12 +423,38 @@ class _Infer:
         # a prompt that tells the model to think between markers (Ministral-3-Reasoning's system
         # prompt: "[THINK]Your thoughts...[/THINK]")
         prompt = next((item.prefix for item in self.rendered.values()), "")
-        m = re.search(r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)", prompt, re.IGNORECASE)
-        if m:
-            open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
-            self.say(f"reasoning: never rendered; the prompt asks for it between {open_!r} and {close!r}")
-            return open_, close
+        think = r"(\[(\w*THINK\w*)\])[^\[\]]*?(\[/\2\])|(<(\w*think\w*)>)[^<>]*?(</\5>)"
+        found = self._asked_for(think, [("the prompt", prompt)])
+        if found:
+            return found
+        # a prompt that asks for the answer between "[BEGIN X] ... [END X]" after the model's
+        # reasoning (Apriel-1.5's system prompt): the reasoning is the reply up to "[BEGIN X]"
+        m = re.search(r"\[BEGIN ([^\[\]]+)\][^\[\]]*\[END \1\]", prompt)
+        if m and re.search(r"reason|think", prompt, re.IGNORECASE):
+            self.say(f"reasoning: never rendered; the prompt asks for the answer in {m.group(0)!r}: the reasoning is the reply before {m.group(0)[: m.group(0).index(']') + 1]!r}")
+            return "", f"[BEGIN {m.group(1)}]"
+        # the template's own text: a system prompt it writes only for a kwarg the probes do not
+        # pass (Granite 3.3's ``thinking``)
+        found = self._asked_for(think, [("the template's text", self.chat.source)])
+        if found:
+            return found
         self.say("reasoning: never rendered (no reasoning field)")
+        return None
+
+    def _asked_for(self, think: str, sources: list) -> tuple[str, str] | None:
+        """Think markers a prompt (or the template's own text) asks the model to write."""
+        for where, text in sources:
+            m = re.search(think, text, re.IGNORECASE)
+            if m:
+                open_, close = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(6))
+                self.say(f"reasoning: never rendered; {where} asks for it between {open_!r} and {close!r}")
+                # the answer in a block of its own named next to it ("write your response
+                # between <response></response>")
+                w = re.search(r"<(\w*(?:response|answer)\w*)>\s*</\1>", text[m.end(): m.end() + 300], re.IGNORECASE)
+                if w:
+                    self.content_wrap = (f"<{w.group(1)}>", f"</{w.group(1)}>")
+                    self.say(f"content: {where} asks for it between {self.content_wrap[0]!r} and {self.content_wrap[1]!r}")
+                return open_, close
         return None
 
     def _call_body(self, name: str, head: str) -> tuple[str, str] | None:
@@ -295,17 +464,29 @@ class _Infer:
         out = item.output
         if head and out.startswith(head):
             out = out[len(head):]
+        # the end of turn after the call (a template may write the call as a turn of its own after
+        # an end-of-turn marker: GigaChat's "<|message_sep|>\n\nfunction call<|role_sep|>")
+        n = max(out.find(P.WEATHER["function"]["name"]), 0)
         for end in self.ends:
-            m = re.search(r"\s*" + end, out)
+            m = re.compile(r"\s*" + end).search(out, n)
             if m:
+                first = re.search(r"\s*" + end, out[:n])
+                if first and not self.call_turn:
+                    brace = out.find("{", first.end())
+                    stop = min(i for i in (n, brace) if i >= 0)
+                    self.call_turn = (end, out[first.end(): stop].strip())
                 out = out[: m.start()]
                 break
         return out, item.output
 
     def tool_calls(self, head: str) -> tuple[dict | None, str]:
         self.call_head = ""
+        self.inner_heads: list[str] = []
         one = self._call_body("call", head) or self._call_body("reasoning_call", "")
         if one is None:
+            described = self._described_calls()
+            if described is not None:
+                return described, ""
             self.say("tool_calls: the chat template renders no tool call (no tool_calls field)")
             return None, ""
         body = one[0].strip()
@@ -319,6 +500,9 @@ class _Infer:
         found = _find_json(body, lambda v: isinstance(v, list) and v and isinstance(v[0], dict) and name in v[0].values())
         if found:
             return self._json_list(body, found, two_body)
+        found = _find_json(body, lambda v: isinstance(v, list) and v and v[0] == {name: args})
+        if found:
+            return self._keyed_list(body, found)
         found = _find_json(body, lambda v: isinstance(v, dict) and name in v.values() and args in v.values())
         if found:
             return self._json_object(body, found, two_body)
@@ -327,9 +511,92 @@ class _Infer:
             return self._name_outside(body, found, two_body)
         if re.search(re.escape(name) + r"\s*\(", body):
             return self._pythonic(body, two_body)
+        loose = self._loose_json(body)
+        if loose is not None:
+            spec, outer_close = self._name_outside(body, loose[0], two_body)
+            spec["content_args"] = {**loose[1], **spec["content_args"]}
+            self.say(f"tool_calls: the arguments are JSON with {loose[1]}")
+            return spec, outer_close
         if "city" in body and "Paris" in body:
             return self._tagged(body, two_body)
         raise InferError(f"tool_calls: no known body format in the rendered call {body!r}")
+
+    def _keyed_list(self, body, found):
+        """A JSON list of objects keyed by the function name (Apertus's
+        ``[{"get_weather": {"city": "Paris"}}]``): each call is read from its key to the object's
+        end, the first after the list's open, the others after a comma inside the list."""
+        start, end, _ = found
+        open_, close = body[:start].strip(), body[end:].strip()
+        if not open_:
+            raise InferError(f"tool_calls: a JSON list keyed by function names with no marker before it ({body!r})")
+        key = r"\s*\{\s*\"(?P<name>[^\"]+)\"\s*:"
+        inside = flex(open_) + (r"(?:(?!" + flex(close) + r").)*" if close else r"[^\]]*")
+        spec = {
+            "open_pattern": r"\s*" + flex(open_) + r"\s*\[" + key + r"|\s*,(?<=" + inside + r",)" + key,
+            # the arguments' "}" and then the item's, before the next item or the list's end
+            "close_pattern": r"(?<=\})\s*\}(?=\s*(?:,\s*\{|\]))",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"allow_non_json": True},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        }
+        self.call_head = open_
+        self.say(f"tool_calls: a JSON list of objects keyed by the function name after {open_!r}")
+        return spec, r"\]\s*" + (flex(close) if close else "")
+
+    def _described_calls(self) -> dict | None:
+        """Calls the template never renders but its prompt with tools describes: a call marker
+        (``<|tool_call|>``) written only when there are tools, followed by a JSON example or
+        "a JSON list". The field is checked on calls written that way (``described_*`` probes)."""
+        with_tools = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        without = self.chat.render([P.USER], add_generation_prompt=True) or ""
+        marker = next(
+            (
+                m
+                for m in re.finditer(_MARKER, with_tools)
+                if re.search(r"(?:tool|function)_?calls?\b", m.group(0), re.IGNORECASE)
+                and not re.match(r"<\|?/|\[/", m.group(0))
+                and m.group(0) not in without
+            ),
+            None,
+        )
+        if marker is None:
+            return None
+        open_ = marker.group(0)
+        closes = [open_.replace("<|", "<|/", 1), open_.replace("<", "</", 1), open_.replace("[", "[/", 1)]
+        close = next((c for c in closes if c != open_ and (c in with_tools or c in self.chat.source)), "")
+        after = with_tools[marker.end(): marker.end() + 200]
+        nxt = re.search(_MARKER, after)
+        if nxt and not (close and after.startswith(close, nxt.start())):
+            after = after[: nxt.start()]  # the description ends at the next marker (not its close)
+        keys = re.findall(r'"(\w+)"\s*:', after[: after.find(close)] if close and close in after else after)
+        name_key = keys[0] if keys else "name"
+        args_key = next((k for k in keys[1:] if k in ("arguments", "parameters", "args")), "arguments")
+        as_list = after.lstrip().startswith("[") or bool(re.match(r"[^.<]{0,40}\b(?:list|array)\b", after, re.IGNORECASE))
+        spec: dict[str, Any] = {"open_pattern": r"\s*" + lit(open_), "content": "json"}
+        if as_list:
+            spec.update({"transform_each": True, "transform": {"type": "function", "function": {"name": "{" + name_key + "}", "arguments": "{" + args_key + "}"}}})
+        else:
+            spec.update({"repeats": True, "content_args": {"allow_non_json": True}, "transform": {"type": "function", "function": {"name": "{content." + name_key + "}", "arguments": "{content." + args_key + "}"}}})
+        if close:
+            spec["close_pattern"] = lit(close) + r"\s*"
+        elif as_list:
+            spec["close_pattern"] = JSON_LIST_END
+        else:
+            spec["close_pattern"] = JSON_END
+        self.call_head = open_
+        self.say(f"tool_calls: never rendered; the prompt with tools describes {'a JSON list' if as_list else 'a JSON object'} ({name_key!r}, {args_key!r}) after {open_!r}" + (f", closed by {close!r}" if close else ""))
+        # calls written as described, checked with the rest
+        eot = self.eot
+        for name, calls in (("described_call", [P.WEATHER]), ("described_two_calls", [P.WEATHER, P.TIME])):
+            items = [{name_key: c["function"]["name"], args_key: c["function"]["arguments"]} for c in calls]
+            if as_list:
+                text = open_ + json.dumps(items) + close + eot
+            else:
+                text = "".join(open_ + json.dumps(i) + close for i in items) + eot
+            expected = {"tool_calls": [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in calls]}
+            self.rendered[name] = P.Rendered(P.Probe(name, {}), with_tools, text, expected, "written as the prompt describes")
+        return spec
 
     def _split_two(self, open_: str, close: str, end1: int, pos2: int, two_body: str | None) -> tuple[str, str, str]:
         """(outer open, per-call open, per-call close) from the two-call render: ``end1`` is where
@@ -343,6 +610,7 @@ class _Infer:
         while size > 0 and not (
             two_body[:pos2].endswith(open_[len(open_) - size:])
             and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
+            and open_[len(open_) - size] not in ">]|}"
         ):
             size -= 1  # the longest end of the opening, starting where a token starts, before the second call
         inner = open_[len(open_) - size:].strip() if size else ""
@@ -397,7 +665,7 @@ class _Infer:
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(close) + r"\s*") if close else r"(?<=\})\s*",
+            "close_pattern": (flex(close) + r"\s*") if close else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -436,10 +704,19 @@ class _Infer:
         if not self.ends:
             raise InferError(f"tool_calls: a bare JSON call and no end-of-turn marker to close it ({body!r})")
         self.call_head = ""
-        self.say(f"tool_calls: a bare JSON object ({name_key!r}, {args_key!r}) as the whole reply")
+        self.say(f"tool_calls: a bare JSON object ({name_key!r}, {args_key!r})")
+        # a marker the template's text writes right before a call's name, in a branch the probes
+        # do not reach (Llama 3.1's "<|python_tag|>" + tool_call.name for its built-in tools):
+        # the model may write it before a call
+        head = ""
+        m = re.search(r"""["'](<\|[^|<>"']+\|>)["']\s*\+\s*\(?\s*\w*(?:tool_?call|function)\w*[.\[]""", self.chat.source)
+        if m and m.group(1) not in body:
+            head = r"(?:" + lit(m.group(1)) + r"\s*)?"
+            self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
         spec = {
-            "open_pattern": r"\s*(?=\{\s*\"" + lit(name_key) + r"\"\s*:)",
-            "close_pattern": r"\s*" + _one_of(self.ends) + r"[\s\S]*",
+            # the name key before any nested object (a "type" key may come first)
+            "open_pattern": r"\s*" + head + r"(?=\{[^{}]*\"" + lit(name_key) + r"\"\s*:)",
+            "close_pattern": JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -465,16 +742,21 @@ class _Infer:
         transform: dict[str, Any] = {"type": "function", "function": {"name": "{" + name_key + "}", "arguments": "{" + args_key + "}"}}
         if id_key is not None:
             transform = {"id": "{" + id_key + "}", **transform}
+        opening = r"\s*" + (flex(open_) if open_ else r"(?=\[\s*\{)")
+        if id_key is not None and id_key.isidentifier():
+            # a model may leave an item's id out: the item's own key wins, else this empty
+            # capture (the id is then "", as where the id sits between a name and its arguments)
+            opening += "(?P<" + id_key + ">)"
         spec: dict[str, Any] = {
-            "open_pattern": r"\s*" + (flex(open_) if open_ else r"(?=\[\s*\{)"),
+            "open_pattern": opening,
             "content": "json",
             "transform_each": True,
             "transform": transform,
         }
         if close:
             spec["close_pattern"] = flex(close) + r"\s*"
-        elif self.ends:
-            spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
+        else:
+            spec["close_pattern"] = JSON_LIST_END  # text after the list is content
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a JSON list of ({name_key!r}, {args_key!r}) after {open_!r}")
         return spec, ""
@@ -488,6 +770,13 @@ class _Infer:
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end:], end - lead, pos2, two_body)
         if not pre:
+            # the generation prompt writes the first call's marker (Functionary v3.2's ">>>", which
+            # opens every message): the marker the two-call render writes before the second call
+            between = two_body[end - lead: pos2].strip() if two_body and pos2 > end - lead else ""
+            if between and self.gen.endswith(between) and not self.preopened_call:
+                self.preopened_call = between
+                self.say(f"tool_calls: the generation prompt writes the first call's marker {between!r}")
+                return self._name_outside(between + body, (start + len(between), end + len(between), None), between + two_body)
             raise InferError(f"tool_calls: a call with no marker before its name ({body!r})")
         mid_rx = flex(mid)
         with_id = P.ID1 in mid
@@ -503,10 +792,12 @@ class _Infer:
                 mid_rx = re.sub(r"\d+", r"\\d+", flex(mid))
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + _namespaced(inner) + _name_group(mid) + mid_rx
         self.call_head = (outer or inner).split()[0]
+        if outer and inner.split():
+            self.inner_heads.append(inner.split()[0])
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(post) + r"\s*") if post else r"(?<=\})\s*",
+            "close_pattern": (flex(post) + r"\s*") if post else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -541,6 +832,18 @@ class _Infer:
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a Python call list after {open_!r}")
         return spec, ""
+
+    def _loose_json(self, body):
+        """The arguments as JSON with bare keys and strings between other delimiters than quotes
+        (Gemma 4's ``{city:<|"|>Paris<|"|>,days:3}``): ((start, end, None), content_args), or None."""
+        name = P.WEATHER["function"]["name"]
+        m = re.search(re.escape(name) + r"[^{]*?(\{)\s*city\s*:(.*?)Paris(.*?),\s*days\s*:\s*3\s*\}", body, re.S)
+        if m is None:
+            return None
+        open_, close = m.group(2).strip(), m.group(3).strip()
+        if not open_ or not close or '"' in (open_ + close) and (open_, close) == ('"', '"'):
+            return None
+        return (m.start(1), m.end(), None), {"unquoted_keys": True, "string_delims": [[open_, close]]}
 
     def _tagged(self, body, two_body):
         name = P.WEATHER["function"]["name"]
@@ -580,7 +883,14 @@ class _Infer:
             j = len(_common_suffix(a[i:], b[i:]))
             kv_rx = (flex(a[:i]) + "(?:" + lit(a[i: len(a) - j]) + "|" + lit(b[i: len(b) - j]) + ")" + flex(a[len(a) - j:])).replace("><", r">\s*<")
             self.say(f"tool_calls: the key's tag varies with the value: {a!r} / {b!r}")
-        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + (r"\n?" if kv.endswith("\n") else "") + r"(?P<value>.*?)" + (r"\n?" if between.startswith("\n") else "") + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
+        # a value in a tag named by its key (``<parameter=city>Paris</parameter>``) may sit on lines
+        # of its own, as the template family that renders "<parameter=city>\nParis\n" writes it:
+        # one newline either side is not the value's (a value tag of its own, GLM's
+        # ``<arg_value>``, keeps every character)
+        named = kv.strip() == ">" and bool(tag_close)
+        nl_open = r"\n?" if (kv.endswith("\n") or named) else ""
+        nl_close = r"\n?" if (between.startswith("\n") or named) else ""
+        tag = lit(tag_open) + r"(?P<key>[^\s<>=\"']+)" + r"\s*" + kv_rx + nl_open + r"(?P<value>.*?)" + nl_close + (flex(tag_close) if tag_close else r"(?=\s*" + lit(tag_open) + r"|\Z)")
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
@@ -687,7 +997,15 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
     from ..compiler.lint import lint
 
     chat = chat_template if isinstance(chat_template, ChatTemplate) else ChatTemplate(chat_template, bos_token=bos_token, eos_token=eos_token)
+    lines: list[str] = []
+    if _PromptAlways.applies(chat):
+        always = _PromptAlways(chat, lines)
+        if always.tail(P.TOOLS, {}):
+            chat = always
+        else:
+            lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
     engine = _Infer(chat)
+    engine.lines[:0] = lines
     try:
         template = engine.infer()
     except InferError as exc:

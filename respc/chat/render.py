@@ -12,6 +12,7 @@ skipped, never a crash.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -23,10 +24,10 @@ class ChatTemplateError(ValueError):
     """The chat template does not compile (a jinja2 syntax error), or no chat template was given."""
 
 
-def _environment():
+def _environment(mutable: bool = False):
     import jinja2
     import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
     class GenerationTag(jinja2.ext.Extension):
         """``{% generation %}...{% endgeneration %}``: renders the body (the assistant mask is not needed here)."""
@@ -77,7 +78,7 @@ def _environment():
         def fromkeys(self, *args, **kwargs):
             return dict.fromkeys(*args, **kwargs)
 
-    env = ImmutableSandboxedEnvironment(
+    env = (SandboxedEnvironment if mutable else ImmutableSandboxedEnvironment)(
         trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols]
     )
     env.filters["tojson"] = tojson
@@ -114,19 +115,47 @@ def _undeclared(tree) -> frozenset:
     return frozenset(loaded - stored)
 
 
-@lru_cache(maxsize=1)
-def _shared_environment():
-    return _environment()
+@lru_cache(maxsize=2)
+def _shared_environment(mutable: bool = False):
+    return _environment(mutable)
 
 
 @lru_cache(maxsize=64)
-def _compile(source: str):
+def _compile(source: str, mutable: bool = False):
     """(the jinja template of ``source``, the variables it reads undeclared), compiled once per
-    process (as transformers caches it) from one parse."""
-    env = _shared_environment()
+    process (as transformers caches it) from one parse; ``mutable``: in jinja2's mutable sandbox
+    (a template that mutates a list it built itself)."""
+    env = _shared_environment(mutable)
     tree = env.parse(source)
     reads = _undeclared(tree)  # before compiling: the optimizer may rewrite the tree
     return env.from_string(tree), reads
+
+
+def _string_arguments(messages: list[dict]) -> list[dict]:
+    """``messages`` with each call's arguments as a JSON string (``messages`` itself if none is a dict)."""
+    if not any(isinstance((c.get("function") or {}).get("arguments"), dict) for m in messages for c in m.get("tool_calls") or []):
+        return messages
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                f = c.get("function") or {}
+                if isinstance(f.get("arguments"), dict):
+                    c = {**c, "function": {**f, "arguments": json.dumps(f["arguments"], ensure_ascii=False)}}
+                calls.append(c)
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out
+
+
+def _refused_mutation(exc: Exception) -> bool:
+    """Whether ``exc`` is the immutable sandbox refusing a list's or dict's mutating method."""
+    import jinja2
+
+    return isinstance(exc, jinja2.exceptions.SecurityError) and bool(
+        re.search(r"attribute '(?:append|extend|insert|pop|remove|clear|update|setdefault)' of '(?:list|dict)' object is unsafe", str(exc))
+    )
 
 
 class ChatTemplate:
@@ -149,6 +178,10 @@ class ChatTemplate:
         self.eos_token = eos_token or ""
         self.extra = extra
         self.last_error: str | None = None
+        # renders that the immutable sandbox refused for a list.append and a mutable one gave
+        # (llama.cpp's copies of some templates mutate lists; transformers would raise there)
+        self.mutated = 0
+        self.string_arguments = 0  # renders that needed the calls' arguments as JSON strings
         self._cache: dict[str, tuple[str | None, str | None]] = {}
 
     def render(self, messages: list[dict], *, tools: list | None = None, add_generation_prompt: bool = False, **kwargs):
@@ -163,17 +196,38 @@ class ChatTemplate:
             context["functions"] = json.dumps([t.get("function", t) for t in tools or []], indent=4, ensure_ascii=False)
         if "datetime" in self.reads and "datetime" not in context:
             context["datetime"] = _NOW.strftime("%Y-%m-%d %H:%M:%S")
-        try:
-            text = self.template.render(
-                messages=alias_reasoning(json.loads(json.dumps(messages))),
+        def run(template, history=messages):
+            return template.render(
+                messages=alias_reasoning(json.loads(json.dumps(history))),
                 tools=json.loads(json.dumps(tools)) if tools is not None else None,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
                 **context,
             )
+
+        try:
+            text = run(self.template)
         except Exception as exc:  # noqa: BLE001  (a template may raise anything on an input it refuses)
-            self.last_error = f"{type(exc).__name__}: {exc}"
             text = None
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, TypeError) and _string_arguments(messages) is not messages:
+                # a template written for the OpenAI form, the arguments as a JSON string
+                # ('\n' + tool_call.function.arguments): rendered with that form
+                try:
+                    text = run(self.template, _string_arguments(messages))
+                    self.string_arguments += 1
+                    self.last_error = None
+                except Exception as exc2:  # noqa: BLE001
+                    self.last_error = f"{type(exc2).__name__}: {exc2}"
+            elif _refused_mutation(exc):
+                # the template mutates a list it built itself: what it renders is still the
+                # model's format, read with a sandbox that allows it
+                try:
+                    text = run(_compile(self.source, True)[0])
+                    self.mutated += 1
+                    self.last_error = None
+                except Exception as exc2:  # noqa: BLE001
+                    self.last_error = f"{type(exc2).__name__}: {exc2}"
         else:
             self.last_error = None
         self._cache[key] = (text, self.last_error)
