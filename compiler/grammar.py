@@ -71,12 +71,12 @@ def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     return list(tree), names
 
 
-def _is_anything(item: Any) -> bool:
-    """``[\\s\\S]*`` / ``.*`` under DOTALL: any text, to the end."""
+def _is_anything(item: Any, lazy: bool = False) -> bool:
+    """``[\\s\\S]*`` / ``.*`` under DOTALL: any text, to the end (``lazy``: ``.*?`` too)."""
     if isinstance(item[0], str):
         return False
     op, arg = item
-    if op is not _sre.MAX_REPEAT or arg[0] != 0 or arg[1] != _sre.MAXREPEAT or len(arg[2]) != 1:
+    if not (op is _sre.MAX_REPEAT or (lazy and op is _sre.MIN_REPEAT)) or arg[0] != 0 or arg[1] != _sre.MAXREPEAT or len(arg[2]) != 1:
         return False
     sop, sarg = list(arg[2])[0]
     if sop is _sre.ANY:
@@ -209,6 +209,8 @@ def translate(items: Any, path: str, *, contains: bool = False, groups: dict | N
         if isinstance(op, str):  # ("@group", name, items)
             out.append("(?:" + translate(item[2], path, contains=contains, groups=groups) + ")")
         elif op is _sre.LITERAL:
+            if arg == ord(_STUB):
+                raise GrammarUnsupported(f"{path}: a recursive subpattern ((?&name)) is not translated")
             out.append(_char(arg))
         elif op is _sre.NOT_LITERAL:
             out.append(f"[^{_char(arg, True)}]")
@@ -613,6 +615,8 @@ class Builder:
         self.piece_cache: dict[Any, Any] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
+        # closes of explicit fields: no free-text lexeme competes with their pieces
+        self.field_closes = {f.close.path for f in ir.fields if f.close is not None and not f.implicit}
         self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
 
     # names
@@ -658,7 +662,23 @@ class Builder:
                     last = [i for i, it in enumerate(run) if it[0] is _sre.LITERAL]
                     if last:
                         cut = last[-1] + 1
-                for part in (run[:cut], run[cut:]):
+                    shared = min(self.shared_lead(alt), len(run))
+                    lit = shared
+                    while lit and run[lit - 1][0] is not _sre.LITERAL:
+                        lit -= 1
+                    # another alternative starts as this one does (olmo3's ")" and
+                    # ")\s*</function_calls>"): both are cut where they part, so that what
+                    # follows decides between them (llguidance drops a lexeme that ends
+                    # where another goes on); a lazy lexeme ends at a literal
+                    if shared >= cut:
+                        parts = (run[:cut], run[cut:shared], run[shared:])
+                    elif lit:
+                        parts = (run[:lit], run[lit:cut], run[cut:])
+                    else:
+                        parts = (run[:cut], run[cut:])
+                else:
+                    parts = (run,)
+                for part in parts:
                     text = translate(part, alt.delim.path) if part else ""
                     if text:
                         out.append(("re", text))
@@ -695,6 +715,37 @@ class Builder:
         flush()
         return out
 
+    def shared_lead(self, alt: Alt) -> int:
+        r"""How many leading items this alternative shares with another alternative of its
+        delimiter that it is a prefix of, or that is a prefix of it, when the shorter one
+        ends in a lookahead naming what comes next (0 otherwise): hunyuan-v3's
+        ``</tool_call>\s*(?=<tool_call>)`` beside ``</tool_call>\s*</tool_calls>``."""
+        known = self.alts.get(alt.delim.path) or []
+        if alt.delim.path not in self.field_closes or len(known) < 2 or not any(a is alt for a in known):
+            return 0
+        def lead(a: Alt) -> list:
+            body = a.body()
+            n = 0
+            while n < len(body) and not isinstance(body[n][0], str):
+                n += 1
+            try:
+                return [translate([it], a.delim.path) for it in body[:n]]
+            except GrammarUnsupported:
+                return []
+        mine = lead(alt)
+        best = 0
+        for other in known:
+            if other is alt:
+                continue
+            theirs = lead(other)
+            n = 0
+            while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
+                n += 1
+            short = alt if len(mine) < len(theirs) else other
+            if n and n == min(len(mine), len(theirs)) < max(len(mine), len(theirs)) and _names_next(short):
+                best = max(best, n)
+        return best
+
     def seq(self, pieces: list[tuple[str, str]], lead: str | None = None) -> list[str]:
         """Grammar items for pieces; ``lead``: a text regex (an exclusion term) that comes
         first, merged with the first regex piece into one lazy lexeme."""
@@ -726,6 +777,14 @@ class Builder:
     def text_term(self, excl: str, nonempty: bool = False) -> str:
         base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
         return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+
+
+def _names_next(a: Alt) -> bool:
+    """The alternative ends in a lookahead that requires a literal (the next delimiter):
+    only that delimiter follows it, no free text."""
+    last = a.items[-1] if a.items else None
+    return (last is not None and not isinstance(last[0], str) and last[0] is _sre.ASSERT and last[1][0] == 1
+            and any(it[0] is _sre.LITERAL for it in last[1][1]))
 
 
 def _token_form(marker: str) -> bool:
@@ -1287,76 +1346,148 @@ def _dialect_rep(v: Any, delims: tuple | None, unquoted: bool) -> str:
     return json.dumps(v)
 
 
+_RECURSION = regex.compile(r"\(\?(?:&\w+|R|P>\w+|[+-]?\d+)\)")
+_STUB = "\ue000"  # a recursive subpattern, as the tag pattern's structure reads it
+_JSON_PROBES = {
+    # what a JSON value of each kind may hold that a value pattern could cut short
+    "string": ['"a"', '"a\'b\\"c,) ]{}="'],
+    "object": ['{"k": "a\'b\\"}{,) ]", "n": [1, {"m": null}]}', "{}"],
+    "array": ['["a\'b\\"]{,) ", {"c": [1]}]', "[]"],
+    "integer": ["-12"], "number": ["-1.5e+3"], "boolean": ["true", "false"], "null": ["null"],
+}
+
+
+def _parse_tag(pattern: str, path: str) -> tuple[list, dict[int, str], Any]:
+    """A tag pattern's parse tree (a recursive subpattern ``(?&name)`` read as a stub that
+    :func:`translate` refuses: what holds it is never translated, only probed), its group
+    names, and the pattern compiled by the regex module (recursion and all)."""
+    items, names = _parse(_RECURSION.sub("(?:" + _STUB + ")", pattern), path)
+    return items, names, regex.compile(pattern, REGEX_FLAGS)
+
+
+def _tag_forms(items: list, names: dict, path: str) -> list[tuple[list, list, list, list]]:
+    """(head, mid, value, tail) of each alternative of a tag pattern with a 'key' group then
+    a 'value' group at its top level (other named groups inside the value are read through)."""
+    kv = {gid: n for gid, n in names.items() if n in ("key", "value")}
+    forms = []
+    for a in _alternatives(items, kv, (), path):
+        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
+        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
+        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
+            ki, vi = keys[0], vals[0]
+            forms.append((a[:ki], a[ki + 1:vi], a[vi][2], a[vi + 1:]))
+    if not forms:
+        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
+    return forms
+
+
+def _tag_reads(pat: Any, head: str, key: str, mid: str, value: str, tail: str, json_values: bool, kind: str) -> bool:
+    """The tag pattern reads ``head key mid value tail`` whole as that key and value (and,
+    with a json value parser, the value as JSON of ``kind``, or a string kept as text)."""
+    text = head + key + mid + value + tail
+    m = pat.search(text)
+    if m is None or m.span() != (0, len(text)) or m.group("key") != key or m.group("value") != value:
+        return False
+    if not json_values:
+        return True
+    try:
+        got = json.loads(value)
+    except ValueError:
+        return kind in ("string", "any")
+    if kind == "any":
+        return True
+    if kind in ("integer", "number"):
+        return type(got) is int or (kind == "number" and type(got) is float)
+    return type(got) is {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}.get(kind)
+
+
+_RAW_FIRST = "[^\\s\"\\[\\]{}\\-0-9tfnIN<]"  # raw text no JSON value starts like (NaN, Infinity too)
+
+
 def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
     path = f"{f.path}.content_args.tag_pattern"
-    pattern = f.content_args.get("tag_pattern")
-    items, names = _parse(pattern, path)
-    alts = _alternatives(items, names, (), path)
+    items, names, pat = _parse_tag(f.content_args.get("tag_pattern"), path)
+    forms = _tag_forms(items, names, path)
     vp = f.content_args.get("value_parser")
     json_values = isinstance(vp, dict) and vp.get("name") == "json"
     if vp is not None and not json_values:
         raise GrammarUnsupported(f"{f.path}.content_args.value_parser: only the json value parser has a grammar")
-    alt = None
-    for a in alts:
-        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
-        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
-        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
-            alt = (a, keys[0], vals[0])
-            break
-    if alt is None:
-        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
-    a, ki, vi = alt
-    fake = Alt(f.close or f.open, 0, a, False, True, {})
+    fake = Alt(f.close or f.open, 0, [], False, True, {})
 
     def part(sub: list) -> list[str]:
         return self.seq(self.pieces(Alt(fake.delim, 0, sub, False, True, {}), {}))
 
-    head, mid, tail = a[:ki], a[ki + 1:vi], a[vi + 1:]
-    head_rep, mid_rep, tail_rep = _rep(head, {}), _rep(mid, {}), _rep(tail, {})
-    tail_lit = _rep(tail, {})
+    close_excl = self.close_excl(f)
+    head0 = forms[0][0]
+    head_rep = _rep(head0, {})
+    if head_rep is None or any(_rep(h, {}) != head_rep for h, _, _, _ in forms):
+        raise GrammarUnsupported(f"{path}: the tag's alternatives start differently; the grammar writes one head")
+    head_excl = translate([it for it in head0 if not (it[0] is _sre.MAX_REPEAT and it[1][0] == 0)], path, contains=True)
     params = tool["parameters"]
     props = params.get("properties", {}) if isinstance(params, dict) else {}
     required = [k for k in (params.get("required") or []) if k in props]
-    out: list[str] = []
+    if head_excl:
+        gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
+        gap, sep, self.tail_lead = self.text_term(gap_excl), None, self.text_term(gap_excl)
+    else:
+        # no head: the tags are separated by a comma (and whitespace), and nothing else
+        # is written between them (text there could be read as another tag)
+        gap, sep, self.tail_lead = None, self.term("/[ \\t\\n]*,[ \\t\\n]*/"), self.term("/[ \\t\\n]*/")
+    tags: dict[str, str] = {}
     reps: list[str] = []
-    close_excl = self.close_excl(f)
-    head_excl = translate([it for it in head if not (it[0] is _sre.MAX_REPEAT and it[1][0] == 0)], path, contains=True)
-    gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
-    gap = self.text_term(gap_excl)
-    head_alt = Alt(fake.delim, 0, head, False, True, {})
     for k in props:
         schema = props[k]
         kind = _value_kind(schema)
-        tail_alt = Alt(fake.delim, 0, tail, False, True, {})
-        if json_values and kind == "string":
-            # a JSON string, or raw text that no JSON value starts like (the value parser
-            # keeps text that is not JSON as it is: allow_non_json)
-            raw = self.rule(self.term(f"(/[^\\s\"\\[\\]{{}}\\-0-9tfn<]/ {self.text_term(translate(tail, path, contains=True))})")
-                            + " " + self.term("/" + translate(tail, path) + "/"), lazy=True)
-            quoted = " ".join(self.json_item(schema) + part(tail))
-            value = [f"({raw} | {quoted})"]
-            vrep = "a"
-        elif json_values:
-            value = self.json_item(schema) + part(tail)
-            vrep = json.dumps(_instance(schema))
-        elif kind in ("string", "any"):
-            # the value's text then the tag's tail, one lazy lexeme
-            value = self.seq(self.pieces(tail_alt, {}), self.text_term(translate(tail, path, contains=True)))
-            vrep = "a"
-        elif kind in ("integer", "number", "boolean", "null"):
-            value = [ValueWriter(self, "json", path).value(schema)] + part(tail)
-            vrep = json.dumps(_instance(schema))
-        else:
-            value = self.json_item(schema) + part(tail)
-            vrep = json.dumps(_instance(schema))
-        tag = self.seq(self.pieces(head_alt, {}), gap) + [json.dumps(k)] + part(mid) + value
+        choices: list[str] = []
+        vrep = None
+        for head, mid, value, tail in forms:
+            mid_rep, tail_rep = _rep(mid, {}), _rep(tail, {})
+            if mid_rep is None or tail_rep is None:
+                continue
+            reads = functools.partial(_tag_reads, pat, head_rep, k, mid_rep, tail=tail_rep, json_values=json_values, kind=kind)
+            try:
+                value_re = translate(value, path)
+            except GrammarUnsupported:
+                value_re = None
+            tail_excl = translate(tail, path, contains=True)
+            raw_excl = "|".join(x for x in (tail_excl, close_excl) if x)
+            found: list[tuple[list[str], str]] = []
+            if kind in ("string", "any") and value_re is not None and reads(value="a"):
+                # the value's text (no JSON value starts like it, with a json value parser:
+                # allow_non_json keeps it as text), then the tag's tail
+                text = self.text_term(raw_excl)
+                if json_values:
+                    text = f"(/{_RAW_FIRST}(?s:.*)/ & {text})"
+                if not (len(value) == 1 and _is_anything(value[0], lazy=True)):
+                    text = f"({text} & /{value_re}/)"
+                if tail_rep:
+                    found.append(([self.rule(f"{self.term(text)} {self.term('/' + translate(tail, path) + '/')}", lazy=True)], "a"))
+                else:
+                    found.append(([self.term(text)], "a"))
+            if json_values or kind not in ("string", "any"):
+                probes = _JSON_PROBES.get(kind, []) if json_values else []
+                inst = json.dumps(_instance(schema))
+                if json_values and all(reads(value=p) for p in [inst, *probes]):
+                    spaced = reads(value=f" {inst} ")  # whitespace around the JSON value
+                    found.append(((self.json_item(schema) if spaced else self.json_item(schema)[1:2]) + part(tail), inst))
+                elif not json_values and kind in ("integer", "number", "boolean", "null") and reads(value=inst):
+                    found.append(([ValueWriter(self, "json", path).value(schema)] + part(tail), inst))
+                elif not json_values and kind not in ("string", "any") and reads(value=inst):
+                    found.append((self.json_item(schema) + part(tail), inst))
+            for value_items, rep in found:
+                choices.append(" ".join(part(mid) + value_items))
+                if vrep is None:
+                    vrep = mid_rep + rep + tail_rep
+        if not choices:
+            raise GrammarUnsupported(f"{path}: no alternative of the tag reads a {kind} value of {k!r} as the grammar writes it")
+        key_items = [json.dumps(k)] if gap is None else self.seq(self.pieces(Alt(fake.delim, 0, head0, False, True, {}), {}), gap) + [json.dumps(k)]
+        tags[k] = " ".join(key_items) + " " + (choices[0] if len(choices) == 1 else "(" + " | ".join(dict.fromkeys(choices)) + ")")
         if k in required:
-            out += tag
-            reps.append(head_rep + k + mid_rep + vrep + tail_rep)
-        else:
-            out.append("(" + " ".join(tag) + ")?")  # an optional argument: its tag, or none
-    # what follows the last tag (text up to the close) goes with the close, one lazy lexeme
-    self.tail_lead = self.text_term(gap_excl)
+            reps.append(head_rep + k + vrep)
+    if sep is not None:
+        rep_sep = ", "
+        return [self.term("/[ \\t\\n]*/"), _listed(tags, required, sep)] if tags else [], rep_sep.join(reps), 1
+    out = [tags[k] if k in required else f"({tags[k]})?" for k in props]  # optional ones: the tag, or none
     return out, "".join(reps), 1
 
 
@@ -1524,17 +1655,10 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
 
 def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
     path = f"{f.path}.content_args.tag_pattern"
-    items, names = _parse(f.content_args.get("tag_pattern"), path)
+    items, names, _ = _parse_tag(f.content_args.get("tag_pattern"), path)
     json_values = (f.content_args.get("value_parser") or {}).get("name") == "json"
-    for a in _alternatives(items, names, (), path):
-        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
-        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
-        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
-            break
-    else:
-        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
-    ki, vi = keys[0], vals[0]
-    head, mid, tail = _rep(a[:ki], {}), _rep(a[ki + 1:vi], {}), _rep(a[vi + 1:], {})
+    first = _tag_forms(items, names, path)[0]
+    head, mid, tail = _rep(first[0], {}), _rep(first[1], {}), _rep(first[3], {})
     if None in (head, mid, tail) or not tail:
         raise GrammarUnsupported(f"{path}: the tag has no written form with a closing text")
     params = tool["parameters"]
