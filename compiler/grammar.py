@@ -22,6 +22,7 @@ body), and the call count from ``tool_choice`` and ``parallel_tool_calls``.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any
@@ -583,7 +584,18 @@ def _call_schema(shape: CallShape, tool: dict) -> dict:
     for part in shape.order:
         if part in parts:
             schema = parts[part] if schema is None else _merge(schema, parts[part])
-    return schema
+    return _any_order(schema)
+
+
+def _any_order(schema: dict) -> dict:
+    """The object schema with its properties in any order (llguidance writes ``properties``
+    in the schema's order; a model may write the call's keys in another): an ``anyOf`` of
+    every ordering, for up to 3 properties."""
+    props = schema.get("properties") or {}
+    if not 1 < len(props) <= 3:
+        return schema
+    orders = list(itertools.permutations(props))
+    return {"anyOf": [{**schema, "properties": {k: props[k] for k in order}} for order in orders]}
 
 
 # --- the grammar --------------------------------------------------------------------
@@ -659,12 +671,12 @@ class Builder:
                     # the first run goes into a lazy lexeme with the text before it, which
                     # ends as soon as it matches: it stops at the run's last literal, and
                     # what may follow that (an optional tail, a whitespace run) is its own
-                    last = [i for i, it in enumerate(run) if it[0] is _sre.LITERAL]
+                    last = [i for i, it in enumerate(run) if _fixed(it)]
                     if last:
                         cut = last[-1] + 1
                     shared = min(self.shared_lead(alt), len(run))
                     lit = shared
-                    while lit and run[lit - 1][0] is not _sre.LITERAL:
+                    while lit and not _fixed(run[lit - 1]):
                         lit -= 1
                     # another alternative starts as this one does (olmo3's ")" and
                     # ")\s*</function_calls>"): both are cut where they part, so that what
@@ -779,6 +791,43 @@ class Builder:
         return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
 
 
+def _fixed(item: Any) -> bool:
+    """The item matches text of one length and is never empty (a literal, a class, a group
+    or branch of such): a lazy lexeme can end after it (``(?:<|im_end|>|</s>)`` whole)."""
+    op, arg = item[0], item[1]
+    if isinstance(op, str):
+        return False
+    if op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.IN, _sre.ANY):
+        return True
+    if op is _sre.SUBPATTERN:
+        return bool(arg[3]) and _same_width(list(arg[3]))
+    if op is _sre.BRANCH:
+        return all(b and _same_width(list(b)) for b in arg[1])
+    return False
+
+
+def _same_width(items: list) -> bool:
+    return all(_fixed(it) for it in items)
+
+
+def _rest(self: "Builder", a: Alt) -> list[str]:
+    r"""What may follow an alternative that ends the output with ``[\s\S]*``: any text
+    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say)."""
+    if not a.items or not _is_anything(a.items[-1]):
+        return []
+    banned = []
+    for item in reversed(a.items[:-1]):
+        if isinstance(item[0], str) or item[0] not in (_sre.ASSERT, _sre.ASSERT_NOT):
+            break
+        if item[0] is _sre.ASSERT or item[1][0] != 1:
+            return []  # a positive lookahead (or a lookbehind) there: nothing written after
+        banned.append(translate(item[1][1], a.delim.path))
+    # a negative lookahead before the tail (hyperclovax's (?!\s*<|im_start|>assistant -> tool...)):
+    # the text after must not start so
+    text = "/(?s:.+)/" if not banned else f"(/(?s:.+)/ & ~/(?:{'|'.join(banned)})(?s:.*)/)"
+    return [self.term(text) + "?"]
+
+
 def _names_next(a: Alt) -> bool:
     """The alternative ends in a lookahead that requires a literal (the next delimiter):
     only that delimiter follows it, no free text."""
@@ -827,6 +876,7 @@ def special_token_strings(special_tokens: Any) -> frozenset:
 
 # --- value grammars (xml-inline values, python calls, JSON dialects) -----------------
 _JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_PY_SQ_STRING = r"'(?:[^'\\\x00-\x1f]|\\['\"\\nrt])*'"
 _INT = r"-?(?:0|[1-9][0-9]*)"
 _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
@@ -881,6 +931,8 @@ class ValueWriter:
         if self.delims is not None:
             open_, close = self.delims
             return f"{json.dumps(open_)} {b.rule(b.term(b.text_term(regex.escape(close))) + ' ' + b.term(json.dumps(close)), lazy=True)}"
+        if self.dialect == "python":  # a Python literal: single quotes too
+            return b.term("/" + _JSON_STRING + "|" + _PY_SQ_STRING + "/")
         return b.term("/" + _JSON_STRING + "/")
 
     def const(self, v: Any) -> str:
@@ -1174,7 +1226,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead)
+        items += self.seq(self.pieces(a, {}), lead) + self.rest(a)
         return items, None
     if st.kind == "iclose":
         a = st.close
@@ -1252,11 +1304,12 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         m = pat.search(s, d1)
         if m is None or m.span() != (b1, c1):
             return None
-        return items, None
+        return items + self.rest(c), None
     return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
 
 
 Builder.try_step = _try_step
+Builder.rest = _rest
 
 
 def _close_excl(self: Builder, f: Field) -> str:
@@ -1505,7 +1558,8 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
         params = t["parameters"]
         props = params.get("properties", {})
         req = [k for k in params.get("required", []) if k in props]
-        args = ' ", " '.join(f'"{k}=" {w.value(props[k])}' for k in req)
+        # keyword arguments in the schema's order: the required ones always, the others optionally
+        args = _listed({k: f'"{k}=" {w.value(props[k])}' for k in props}, req, '", "') if props else ""
         calls.append(self.rule(f'"{t["name"]}(" {args} ")"' if args else f'"{t["name"]}()"'))
     call = self.rule(" | ".join(calls))
     many = f'({call} (", " {call})*)' if self.o.parallel else call
