@@ -107,9 +107,17 @@ def _interesting(items: Any, names: dict, marks: tuple[str, ...]) -> bool:
             if _interesting(arg[2], names, marks):
                 return True
     if marks:
-        text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in items)
-        if any(m in text for m in marks):
-            return True
+        def optional_literal(it: Any) -> str | None:
+            if it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][:2] == (0, 1) and all(x[0] is _sre.LITERAL for x in it[1][2]):
+                return "".join(chr(x[1]) for x in it[1][2])
+            return None
+
+        for with_optional in (False, True):  # an optional letter inside a marker (<|tool_calls?_...|>)
+            text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else
+                           (optional_literal(it) or "\0") if with_optional and optional_literal(it) is not None else
+                           "" if optional_literal(it) is not None else "\0" for it in items)
+            if any(m in text for m in marks):
+                return True
     return False
 
 
@@ -132,7 +140,11 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
                 choices = [[("@group", names[gid], alt)] for alt in inner]
             else:
                 choices = _alternatives(list(sub), names, marks, path)
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and _interesting(arg[2], names, marks):
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and (
+            _interesting(arg[2], names, marks) or (marks and all(it[0] is _sre.LITERAL for it in arg[2]))
+        ):
+            # (with special tokens, an optional literal too: kimi's <|tool_calls?_section_begin|>
+            # is two markers, each a token)
             choices = [[]] + _alternatives(list(arg[2]), names, marks, path)
         if choices is None:
             out = [alt + [item] for alt in out]
@@ -321,8 +333,13 @@ def _rep(items: Any, fill: dict[str, str]) -> str | None:
 
 
 def _class_char(items: Any) -> str | None:
-    probe = _class(items, "")
-    compiled = regex.compile(probe.replace("\\x{", "\\x{"), regex.V0)
+    return _class_char_of(_class(items, ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_char_of(probe: str) -> str | None:
+    """A character the class (as translated) matches, a common one first."""
+    compiled = regex.compile(probe, regex.V0)
     for ch in "a_x0 <{\n":
         if compiled.fullmatch(ch):
             return ch
@@ -346,6 +363,17 @@ class Alt:
 
     def body(self) -> list:
         """The items written: leading/trailing assertions, anchors and the any-text tail off."""
+        cached = self.__dict__.get("_body")
+        if cached is None:
+            cached = self.__dict__["_body"] = self._body()
+        return cached
+
+    @functools.cached_property
+    def rep(self) -> str | None:
+        """The representative text of the body (no group filled)."""
+        return _rep(self.body(), {})
+
+    def _body(self) -> list:
         items = list(self.items)
         while items and not isinstance(items[-1][0], str) and (
             items[-1][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT) or _is_anything(items[-1])
@@ -368,7 +396,7 @@ def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
             _is_anything(alt[-1]) or (alt[-1][0] is _sre.AT and alt[-1][1] is _sre.AT_END_STRING)
         )
         a = Alt(d, i, alt, end, False, groups)
-        a.consuming = bool(_rep(a.body(), {}) or _rep(a.body(), {}) is None)
+        a.consuming = bool(a.rep or a.rep is None)
         alts.append(a)
     return alts
 
@@ -390,7 +418,7 @@ def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]
                     compiled[d.path] = regex.compile(d.regex_source, REGEX_FLAGS)
         if len(_PARTS) > 256:
             _PARTS.clear()
-        hit = _PARTS[key] = (alts, compiled)
+        hit = _PARTS[key] = (alts, compiled, key)
     return hit
 
 
@@ -619,7 +647,7 @@ class Builder:
         # markers that llguidance can name as special tokens (<...>); others stay text
         self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
         self.free = ir.states[-1]
-        self.alts, self.compiled = _template_parts(ir, self.marks)
+        self.alts, self.compiled, self.key = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
@@ -629,7 +657,13 @@ class Builder:
         self.calls_written: list[bool] = []
         # closes of explicit fields: no free-text lexeme competes with their pieces
         self.field_closes = {f.close.path for f in ir.fields if f.close is not None and not f.implicit}
-        self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+        self.shared = _PARTS.setdefault(("shared", self.key), {})  # what depends on the template (and tool names)
+        if len(self.shared) > 16384:
+            self.shared.clear()
+        key = ("free", tuple(d.path for d in watches))
+        if key not in self.shared:
+            self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+        self.free_excl = self.shared[key]
 
     # names
     def term(self, body: str) -> str:
@@ -726,6 +760,15 @@ class Builder:
             i += 1
         flush()
         return out
+
+    def search(self, pat: Any, text: str, pos: int) -> Any:
+        """``pat.search(text, pos)``, remembered per template: the representative texts
+        repeat across tool lists (the same names, schemas of the same shape)."""
+        key = ("search", pat.pattern, text, pos)
+        hit = self.shared.get(key, self)
+        if hit is self:
+            hit = self.shared[key] = pat.search(text, pos)
+        return hit
 
     def shared_lead(self, alt: Alt) -> int:
         r"""How many leading items this alternative shares with another alternative of its
@@ -824,6 +867,9 @@ def _rest(self: "Builder", a: Alt) -> list[str]:
         banned.append(translate(item[1][1], a.delim.path))
     # a negative lookahead before the tail (hyperclovax's (?!\s*<|im_start|>assistant -> tool...)):
     # the text after must not start so
+    if self.marks and not banned:
+        # markers that are special tokens may follow too (a text lexeme cannot hold one)
+        return [self.rule("(" + " | ".join([self.term("/(?s:.+)/"), *self.marks]) + ")*")]
     text = "/(?s:.+)/" if not banned else f"(/(?s:.+)/ & ~/(?:{'|'.join(banned)})(?s:.*)/)"
     return [self.term(text) + "?"]
 
@@ -999,9 +1045,23 @@ class Step:
     calls: int = 0
 
 
+_IRS: dict[int, tuple[dict, TemplateIR]] = {}
+
+
+def _ir_of(template: dict) -> TemplateIR:
+    """build_ir(template), kept per template object (a compiled template's dict is not
+    changed once compiled)."""
+    hit = _IRS.get(id(template))
+    if hit is None or hit[0] is not template:
+        if len(_IRS) > 256:
+            _IRS.clear()
+        hit = _IRS[id(template)] = (template, build_ir(template))
+    return hit[1]
+
+
 def _build(template: dict, tools: Any, tool_choice: str, parallel: bool, special: frozenset,
            start: tuple[int, str]) -> str:
-    ir = build_ir(template)
+    ir = _ir_of(template)
     tool_list = _tool_list(tools)
     names = [t["name"] for t in tool_list]
     if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
@@ -1033,7 +1093,7 @@ def _walk(self: Builder, start: tuple) -> str:
     def open_ok(s: str, frm: int, d0: int, d1: int, field: Field | None, alt_delim: Delimiter) -> bool:
         best = None
         for order, (w, pat) in enumerate(watches):
-            m = pat.search(s, frm)
+            m = self.search(pat, s, frm)
             if m is None:
                 continue
             key = (m.start(), -(m.end() - m.start()), order)
@@ -1042,13 +1102,13 @@ def _walk(self: Builder, start: tuple) -> str:
         return best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
 
     def quiet(s: str, frm: int) -> bool:
-        return all(pat.search(s, frm) is None for _, pat in watches)
+        return all(self.search(pat, s, frm) is None for _, pat in watches)
 
     def prev_ok(s: str, check: Any) -> bool:
         if check is None:
             return True
         pat, frm, a, z = check
-        m = pat.search(s, frm)
+        m = self.search(pat, s, frm)
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
@@ -1220,7 +1280,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
                 return None
             return items, None
         a = st.close
-        r = _rep(a.body(), {})
+        r = a.rep
         if r is None:
             return None
         s += r
@@ -1230,7 +1290,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         return items, None
     if st.kind == "iclose":
         a = st.close
-        r = _rep(a.body(), {})
+        r = a.rep
         if not r:
             return None
         s += r + _FIELD_TEXT
@@ -1244,7 +1304,10 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if st.tool is not None:
         fill[self.shape.name_group] = st.tool["name"]
     if st.open is not None:
-        r_open = _rep(st.open.body(), fill)
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        r_open = self.shared.get(key, self)
+        if r_open is self:
+            r_open = self.shared[key] = _rep(st.open.body(), fill)
         if r_open is None:
             return None
         opened = True
@@ -1273,7 +1336,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if st.kind == "unclosed":
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # the reply ends in this region, and needs a call first
-        if f.close is not None and self.compiled[f.close.path].search(s, d1) is not None:
+        if f.close is not None and self.search(self.compiled[f.close.path], s, d1) is not None:
             return None
         if f.content == "text":
             items.append(self.term(self.text_term(self.close_excl(f), nonempty=True)) + "?")
@@ -1281,7 +1344,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             items += body_items
         return items, None
     c = st.close
-    r_close = _rep(c.body(), {})
+    r_close = c.rep
     if r_close is None:
         return None
     s += r_close
@@ -1301,7 +1364,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
-        m = pat.search(s, d1)
+        m = self.search(pat, s, d1)
         if m is None or m.span() != (b1, c1):
             return None
         return items + self.rest(c), None
@@ -1313,7 +1376,13 @@ Builder.rest = _rest
 
 
 def _close_excl(self: Builder, f: Field) -> str:
-    return _exclusion(self.alts[f.close.path], f.close.path) if f.close is not None else ""
+    if f.close is None:
+        return ""
+    key = ("excl", f.close.path)
+    hit = self.shared.get(key)
+    if hit is None:
+        hit = self.shared[key] = _exclusion(self.alts[f.close.path], f.close.path)
+    return hit
 
 
 Builder.close_excl = _close_excl
@@ -1513,8 +1582,8 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
                     text = f"(/{_RAW_FIRST}(?s:.*)/ & {text})"
                 if not (len(value) == 1 and _is_anything(value[0], lazy=True)):
                     text = f"({text} & /{value_re}/)"
-                if tail_rep:
-                    found.append(([self.rule(f"{self.term(text)} {self.term('/' + translate(tail, path) + '/')}", lazy=True)], "a"))
+                if tail_rep:  # the text and the tail's first piece: one lazy lexeme (markers as tokens)
+                    found.append((self.seq(self.pieces(Alt(fake.delim, 0, tail, False, True, {}), {}), text), "a"))
                 else:
                     found.append(([self.term(text)], "a"))
             if json_values or kind not in ("string", "any"):
@@ -1642,7 +1711,7 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     tags (begin: the open delimiter with the tool's name, content: the arguments' JSON
     schema or the body's, end: the close). Coarser than the Lark grammar: free text is any
     text until a trigger, and each delimiter is written in one form."""
-    ir = build_ir(template)
+    ir = _ir_of(template)
     tool_list = _tool_list(tools)
     names = [t["name"] for t in tool_list]
     if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
@@ -1654,7 +1723,7 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     state = start[0] if start else len(ir.fields)
     used = set(start[2]) if start and len(start) > 2 else set()
     if reasoning is not None:
-        ends = [r for r in (_rep(a.body(), {}) for a in b.alts[reasoning.close.path] if a.consuming) if r]
+        ends = [r for r in (a.rep for a in b.alts[reasoning.close.path] if a.consuming) if r]
         if not ends:
             raise GrammarUnsupported(f"{reasoning.close.path}: no alternative writes a close")
         if state == reasoning.index:
