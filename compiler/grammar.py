@@ -106,18 +106,30 @@ def _interesting(items: Any, names: dict, marks: tuple[str, ...]) -> bool:
         elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
             if _interesting(arg[2], names, marks):
                 return True
-    if marks:
-        def optional_literal(it: Any) -> str | None:
-            if it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][:2] == (0, 1) and all(x[0] is _sre.LITERAL for x in it[1][2]):
-                return "".join(chr(x[1]) for x in it[1][2])
-            return None
+    return bool(marks) and _holds_mark(items, marks)
 
-        for with_optional in (False, True):  # an optional letter inside a marker (<|tool_calls?_...|>)
-            text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else
-                           (optional_literal(it) or "\0") if with_optional and optional_literal(it) is not None else
-                           "" if optional_literal(it) is not None else "\0" for it in items)
-            if any(m in text for m in marks):
-                return True
+
+def _optional_literal(it: Any) -> str | None:
+    """The text of an optional literal (``s?``), or None."""
+    if not isinstance(it[0], str) and it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][:2] == (0, 1) and all(
+            x[0] is _sre.LITERAL for x in it[1][2]):
+        return "".join(chr(x[1]) for x in it[1][2])
+    return None
+
+
+def _holds_mark(items: Any, marks: tuple[str, ...]) -> bool:
+    """The sequence's literal text holds a marker, an optional letter in it (kimi's
+    ``<|tool_calls?_section_begin|>``) written or not."""
+    for with_optional in (False, True):
+        text = []
+        for it in items:
+            opt = _optional_literal(it)
+            if opt is not None:
+                text.append(opt if with_optional else "")
+            else:
+                text.append(chr(it[1]) if it[0] is _sre.LITERAL else "\0")
+        if any(m in "".join(text) for m in marks):
+            return True
     return False
 
 
@@ -126,6 +138,9 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
     parts that hold something interesting split into absent | present; named groups kept
     as ``("@group", name, items)``."""
     out: list[list] = [[]]
+    # an optional letter here may be inside a marker: the sequence holds one with it, or (a
+    # branch whose common lead Python's parser factored out) the letter is part of one
+    marky: bool | str = bool(marks) and (_holds_mark(items, marks) or "part")
     for item in items:
         op, arg = item
         choices: list[list] | None = None
@@ -141,7 +156,8 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
             else:
                 choices = _alternatives(list(sub), names, marks, path)
         elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and (
-            _interesting(arg[2], names, marks) or (marks and all(it[0] is _sre.LITERAL for it in arg[2]))
+            _interesting(arg[2], names, marks) or (marky and _optional_literal(item) is not None and (
+                marky is True or any(_optional_literal(item) in m for m in marks)))
         ):
             # (with special tokens, an optional literal too: kimi's <|tool_calls?_section_begin|>
             # is two markers, each a token)
