@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(args.rounds):
                 G._CACHE.clear()
                 G._PARTS.clear()
+                G._IRS.clear()
                 t = time.perf_counter()
                 grammar = compiled.grammar(tools)
                 cold.append(time.perf_counter() - t)

@@ -22,6 +22,7 @@ body), and the call count from ``tool_choice`` and ``parallel_tool_calls``.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any
@@ -71,12 +72,12 @@ def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     return list(tree), names
 
 
-def _is_anything(item: Any) -> bool:
-    """``[\\s\\S]*`` / ``.*`` under DOTALL: any text, to the end."""
+def _is_anything(item: Any, lazy: bool = False) -> bool:
+    """``[\\s\\S]*`` / ``.*`` under DOTALL: any text, to the end (``lazy``: ``.*?`` too)."""
     if isinstance(item[0], str):
         return False
     op, arg = item
-    if op is not _sre.MAX_REPEAT or arg[0] != 0 or arg[1] != _sre.MAXREPEAT or len(arg[2]) != 1:
+    if not (op is _sre.MAX_REPEAT or (lazy and op is _sre.MIN_REPEAT)) or arg[0] != 0 or arg[1] != _sre.MAXREPEAT or len(arg[2]) != 1:
         return False
     sop, sarg = list(arg[2])[0]
     if sop is _sre.ANY:
@@ -105,9 +106,29 @@ def _interesting(items: Any, names: dict, marks: tuple[str, ...]) -> bool:
         elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
             if _interesting(arg[2], names, marks):
                 return True
-    if marks:
-        text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in items)
-        if any(m in text for m in marks):
+    return bool(marks) and _holds_mark(items, marks)
+
+
+def _optional_literal(it: Any) -> str | None:
+    """The text of an optional literal (``s?``), or None."""
+    if not isinstance(it[0], str) and it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][:2] == (0, 1) and all(
+            x[0] is _sre.LITERAL for x in it[1][2]):
+        return "".join(chr(x[1]) for x in it[1][2])
+    return None
+
+
+def _holds_mark(items: Any, marks: tuple[str, ...]) -> bool:
+    """The sequence's literal text holds a marker, an optional letter in it (kimi's
+    ``<|tool_calls?_section_begin|>``) written or not."""
+    for with_optional in (False, True):
+        text = []
+        for it in items:
+            opt = _optional_literal(it)
+            if opt is not None:
+                text.append(opt if with_optional else "")
+            else:
+                text.append(chr(it[1]) if it[0] is _sre.LITERAL else "\0")
+        if any(m in "".join(text) for m in marks):
             return True
     return False
 
@@ -117,6 +138,9 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
     parts that hold something interesting split into absent | present; named groups kept
     as ``("@group", name, items)``."""
     out: list[list] = [[]]
+    # an optional letter here may be inside a marker: the sequence holds one with it, or (a
+    # branch whose common lead Python's parser factored out) the letter is part of one
+    marky: bool | str = bool(marks) and (_holds_mark(items, marks) or "part")
     for item in items:
         op, arg = item
         choices: list[list] | None = None
@@ -131,7 +155,12 @@ def _alternatives(items: list, names: dict, marks: tuple[str, ...], path: str) -
                 choices = [[("@group", names[gid], alt)] for alt in inner]
             else:
                 choices = _alternatives(list(sub), names, marks, path)
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and _interesting(arg[2], names, marks):
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1 and (
+            _interesting(arg[2], names, marks) or (marky and _optional_literal(item) is not None and (
+                marky is True or any(_optional_literal(item) in m for m in marks)))
+        ):
+            # (with special tokens, an optional literal too: kimi's <|tool_calls?_section_begin|>
+            # is two markers, each a token)
             choices = [[]] + _alternatives(list(arg[2]), names, marks, path)
         if choices is None:
             out = [alt + [item] for alt in out]
@@ -209,6 +238,8 @@ def translate(items: Any, path: str, *, contains: bool = False, groups: dict | N
         if isinstance(op, str):  # ("@group", name, items)
             out.append("(?:" + translate(item[2], path, contains=contains, groups=groups) + ")")
         elif op is _sre.LITERAL:
+            if arg == ord(_STUB):
+                raise GrammarUnsupported(f"{path}: a recursive subpattern ((?&name)) is not translated")
             out.append(_char(arg))
         elif op is _sre.NOT_LITERAL:
             out.append(f"[^{_char(arg, True)}]")
@@ -318,8 +349,13 @@ def _rep(items: Any, fill: dict[str, str]) -> str | None:
 
 
 def _class_char(items: Any) -> str | None:
-    probe = _class(items, "")
-    compiled = regex.compile(probe.replace("\\x{", "\\x{"), regex.V0)
+    return _class_char_of(_class(items, ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_char_of(probe: str) -> str | None:
+    """A character the class (as translated) matches, a common one first."""
+    compiled = regex.compile(probe, regex.V0)
     for ch in "a_x0 <{\n":
         if compiled.fullmatch(ch):
             return ch
@@ -343,6 +379,17 @@ class Alt:
 
     def body(self) -> list:
         """The items written: leading/trailing assertions, anchors and the any-text tail off."""
+        cached = self.__dict__.get("_body")
+        if cached is None:
+            cached = self.__dict__["_body"] = self._body()
+        return cached
+
+    @functools.cached_property
+    def rep(self) -> str | None:
+        """The representative text of the body (no group filled)."""
+        return _rep(self.body(), {})
+
+    def _body(self) -> list:
         items = list(self.items)
         while items and not isinstance(items[-1][0], str) and (
             items[-1][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT) or _is_anything(items[-1])
@@ -365,7 +412,7 @@ def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
             _is_anything(alt[-1]) or (alt[-1][0] is _sre.AT and alt[-1][1] is _sre.AT_END_STRING)
         )
         a = Alt(d, i, alt, end, False, groups)
-        a.consuming = bool(_rep(a.body(), {}) or _rep(a.body(), {}) is None)
+        a.consuming = bool(a.rep or a.rep is None)
         alts.append(a)
     return alts
 
@@ -387,7 +434,7 @@ def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]
                     compiled[d.path] = regex.compile(d.regex_source, REGEX_FLAGS)
         if len(_PARTS) > 256:
             _PARTS.clear()
-        hit = _PARTS[key] = (alts, compiled)
+        hit = _PARTS[key] = (alts, compiled, key)
     return hit
 
 
@@ -581,7 +628,18 @@ def _call_schema(shape: CallShape, tool: dict) -> dict:
     for part in shape.order:
         if part in parts:
             schema = parts[part] if schema is None else _merge(schema, parts[part])
-    return schema
+    return _any_order(schema)
+
+
+def _any_order(schema: dict) -> dict:
+    """The object schema with its properties in any order (llguidance writes ``properties``
+    in the schema's order; a model may write the call's keys in another): an ``anyOf`` of
+    every ordering, for up to 3 properties."""
+    props = schema.get("properties") or {}
+    if not 1 < len(props) <= 3:
+        return schema
+    orders = list(itertools.permutations(props))
+    return {"anyOf": [{**schema, "properties": {k: props[k] for k in order}} for order in orders]}
 
 
 # --- the grammar --------------------------------------------------------------------
@@ -605,7 +663,7 @@ class Builder:
         # markers that llguidance can name as special tokens (<...>); others stay text
         self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
         self.free = ir.states[-1]
-        self.alts, self.compiled = _template_parts(ir, self.marks)
+        self.alts, self.compiled, self.key = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
@@ -613,7 +671,15 @@ class Builder:
         self.piece_cache: dict[Any, Any] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
-        self.free_excl = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+        # closes of explicit fields: no free-text lexeme competes with their pieces
+        self.field_closes = {f.close.path for f in ir.fields if f.close is not None and not f.implicit}
+        self.shared = _PARTS.setdefault(("shared", self.key), {})  # what depends on the template (and tool names)
+        if len(self.shared) > 16384:
+            self.shared.clear()
+        key = ("free", tuple(d.path for d in watches))
+        if key not in self.shared:
+            self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+        self.free_excl = self.shared[key]
 
     # names
     def term(self, body: str) -> str:
@@ -655,10 +721,26 @@ class Builder:
                     # the first run goes into a lazy lexeme with the text before it, which
                     # ends as soon as it matches: it stops at the run's last literal, and
                     # what may follow that (an optional tail, a whitespace run) is its own
-                    last = [i for i, it in enumerate(run) if it[0] is _sre.LITERAL]
+                    last = [i for i, it in enumerate(run) if _fixed(it)]
                     if last:
                         cut = last[-1] + 1
-                for part in (run[:cut], run[cut:]):
+                    shared = min(self.shared_lead(alt), len(run))
+                    lit = shared
+                    while lit and not _fixed(run[lit - 1]):
+                        lit -= 1
+                    # another alternative starts as this one does (olmo3's ")" and
+                    # ")\s*</function_calls>"): both are cut where they part, so that what
+                    # follows decides between them (llguidance drops a lexeme that ends
+                    # where another goes on); a lazy lexeme ends at a literal
+                    if shared >= cut:
+                        parts = (run[:cut], run[cut:shared], run[shared:])
+                    elif lit:
+                        parts = (run[:lit], run[lit:cut], run[cut:])
+                    else:
+                        parts = (run[:cut], run[cut:])
+                else:
+                    parts = (run,)
+                for part in parts:
                     text = translate(part, alt.delim.path) if part else ""
                     if text:
                         out.append(("re", text))
@@ -695,6 +777,46 @@ class Builder:
         flush()
         return out
 
+    def search(self, pat: Any, text: str, pos: int) -> Any:
+        """``pat.search(text, pos)``, remembered per template: the representative texts
+        repeat across tool lists (the same names, schemas of the same shape)."""
+        key = ("search", pat.pattern, text, pos)
+        hit = self.shared.get(key, self)
+        if hit is self:
+            hit = self.shared[key] = pat.search(text, pos)
+        return hit
+
+    def shared_lead(self, alt: Alt) -> int:
+        r"""How many leading items this alternative shares with another alternative of its
+        delimiter that it is a prefix of, or that is a prefix of it, when the shorter one
+        ends in a lookahead naming what comes next (0 otherwise): hunyuan-v3's
+        ``</tool_call>\s*(?=<tool_call>)`` beside ``</tool_call>\s*</tool_calls>``."""
+        known = self.alts.get(alt.delim.path) or []
+        if alt.delim.path not in self.field_closes or len(known) < 2 or not any(a is alt for a in known):
+            return 0
+        def lead(a: Alt) -> list:
+            body = a.body()
+            n = 0
+            while n < len(body) and not isinstance(body[n][0], str):
+                n += 1
+            try:
+                return [translate([it], a.delim.path) for it in body[:n]]
+            except GrammarUnsupported:
+                return []
+        mine = lead(alt)
+        best = 0
+        for other in known:
+            if other is alt:
+                continue
+            theirs = lead(other)
+            n = 0
+            while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
+                n += 1
+            short = alt if len(mine) < len(theirs) else other
+            if n and n == min(len(mine), len(theirs)) < max(len(mine), len(theirs)) and _names_next(short):
+                best = max(best, n)
+        return best
+
     def seq(self, pieces: list[tuple[str, str]], lead: str | None = None) -> list[str]:
         """Grammar items for pieces; ``lead``: a text regex (an exclusion term) that comes
         first, merged with the first regex piece into one lazy lexeme."""
@@ -726,6 +848,54 @@ class Builder:
     def text_term(self, excl: str, nonempty: bool = False) -> str:
         base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
         return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+
+
+def _fixed(item: Any) -> bool:
+    """The item matches text of one length and is never empty (a literal, a class, a group
+    or branch of such): a lazy lexeme can end after it (``(?:<|im_end|>|</s>)`` whole)."""
+    op, arg = item[0], item[1]
+    if isinstance(op, str):
+        return False
+    if op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.IN, _sre.ANY):
+        return True
+    if op is _sre.SUBPATTERN:
+        return bool(arg[3]) and _same_width(list(arg[3]))
+    if op is _sre.BRANCH:
+        return all(b and _same_width(list(b)) for b in arg[1])
+    return False
+
+
+def _same_width(items: list) -> bool:
+    return all(_fixed(it) for it in items)
+
+
+def _rest(self: "Builder", a: Alt) -> list[str]:
+    r"""What may follow an alternative that ends the output with ``[\s\S]*``: any text
+    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say)."""
+    if not a.items or not _is_anything(a.items[-1]):
+        return []
+    banned = []
+    for item in reversed(a.items[:-1]):
+        if isinstance(item[0], str) or item[0] not in (_sre.ASSERT, _sre.ASSERT_NOT):
+            break
+        if item[0] is _sre.ASSERT or item[1][0] != 1:
+            return []  # a positive lookahead (or a lookbehind) there: nothing written after
+        banned.append(translate(item[1][1], a.delim.path))
+    # a negative lookahead before the tail (hyperclovax's (?!\s*<|im_start|>assistant -> tool...)):
+    # the text after must not start so
+    if self.marks and not banned:
+        # markers that are special tokens may follow too (a text lexeme cannot hold one)
+        return [self.rule("(" + " | ".join([self.term("/(?s:.+)/"), *self.marks]) + ")*")]
+    text = "/(?s:.+)/" if not banned else f"(/(?s:.+)/ & ~/(?:{'|'.join(banned)})(?s:.*)/)"
+    return [self.term(text) + "?"]
+
+
+def _names_next(a: Alt) -> bool:
+    """The alternative ends in a lookahead that requires a literal (the next delimiter):
+    only that delimiter follows it, no free text."""
+    last = a.items[-1] if a.items else None
+    return (last is not None and not isinstance(last[0], str) and last[0] is _sre.ASSERT and last[1][0] == 1
+            and any(it[0] is _sre.LITERAL for it in last[1][1]))
 
 
 def _token_form(marker: str) -> bool:
@@ -768,6 +938,7 @@ def special_token_strings(special_tokens: Any) -> frozenset:
 
 # --- value grammars (xml-inline values, python calls, JSON dialects) -----------------
 _JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_PY_SQ_STRING = r"'(?:[^'\\\x00-\x1f]|\\['\"\\nrt])*'"
 _INT = r"-?(?:0|[1-9][0-9]*)"
 _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
@@ -822,6 +993,8 @@ class ValueWriter:
         if self.delims is not None:
             open_, close = self.delims
             return f"{json.dumps(open_)} {b.rule(b.term(b.text_term(regex.escape(close))) + ' ' + b.term(json.dumps(close)), lazy=True)}"
+        if self.dialect == "python":  # a Python literal: single quotes too
+            return b.term("/" + _JSON_STRING + "|" + _PY_SQ_STRING + "/")
         return b.term("/" + _JSON_STRING + "/")
 
     def const(self, v: Any) -> str:
@@ -888,9 +1061,23 @@ class Step:
     calls: int = 0
 
 
+_IRS: dict[int, tuple[dict, TemplateIR]] = {}
+
+
+def _ir_of(template: dict) -> TemplateIR:
+    """build_ir(template), kept per template object (a compiled template's dict is not
+    changed once compiled)."""
+    hit = _IRS.get(id(template))
+    if hit is None or hit[0] is not template:
+        if len(_IRS) > 256:
+            _IRS.clear()
+        hit = _IRS[id(template)] = (template, build_ir(template))
+    return hit[1]
+
+
 def _build(template: dict, tools: Any, tool_choice: str, parallel: bool, special: frozenset,
            start: tuple[int, str]) -> str:
-    ir = build_ir(template)
+    ir = _ir_of(template)
     tool_list = _tool_list(tools)
     names = [t["name"] for t in tool_list]
     if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
@@ -922,7 +1109,7 @@ def _walk(self: Builder, start: tuple) -> str:
     def open_ok(s: str, frm: int, d0: int, d1: int, field: Field | None, alt_delim: Delimiter) -> bool:
         best = None
         for order, (w, pat) in enumerate(watches):
-            m = pat.search(s, frm)
+            m = self.search(pat, s, frm)
             if m is None:
                 continue
             key = (m.start(), -(m.end() - m.start()), order)
@@ -931,13 +1118,13 @@ def _walk(self: Builder, start: tuple) -> str:
         return best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
 
     def quiet(s: str, frm: int) -> bool:
-        return all(pat.search(s, frm) is None for _, pat in watches)
+        return all(self.search(pat, s, frm) is None for _, pat in watches)
 
     def prev_ok(s: str, check: Any) -> bool:
         if check is None:
             return True
         pat, frm, a, z = check
-        m = pat.search(s, frm)
+        m = self.search(pat, s, frm)
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
@@ -1109,17 +1296,17 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
                 return None
             return items, None
         a = st.close
-        r = _rep(a.body(), {})
+        r = a.rep
         if r is None:
             return None
         s += r
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead)
+        items += self.seq(self.pieces(a, {}), lead) + self.rest(a)
         return items, None
     if st.kind == "iclose":
         a = st.close
-        r = _rep(a.body(), {})
+        r = a.rep
         if not r:
             return None
         s += r + _FIELD_TEXT
@@ -1133,7 +1320,10 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if st.tool is not None:
         fill[self.shape.name_group] = st.tool["name"]
     if st.open is not None:
-        r_open = _rep(st.open.body(), fill)
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        r_open = self.shared.get(key, self)
+        if r_open is self:
+            r_open = self.shared[key] = _rep(st.open.body(), fill)
         if r_open is None:
             return None
         opened = True
@@ -1162,7 +1352,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if st.kind == "unclosed":
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # the reply ends in this region, and needs a call first
-        if f.close is not None and self.compiled[f.close.path].search(s, d1) is not None:
+        if f.close is not None and self.search(self.compiled[f.close.path], s, d1) is not None:
             return None
         if f.content == "text":
             items.append(self.term(self.text_term(self.close_excl(f), nonempty=True)) + "?")
@@ -1170,7 +1360,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             items += body_items
         return items, None
     c = st.close
-    r_close = _rep(c.body(), {})
+    r_close = c.rep
     if r_close is None:
         return None
     s += r_close
@@ -1190,18 +1380,25 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
-        m = pat.search(s, d1)
+        m = self.search(pat, s, d1)
         if m is None or m.span() != (b1, c1):
             return None
-        return items, None
+        return items + self.rest(c), None
     return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
 
 
 Builder.try_step = _try_step
+Builder.rest = _rest
 
 
 def _close_excl(self: Builder, f: Field) -> str:
-    return _exclusion(self.alts[f.close.path], f.close.path) if f.close is not None else ""
+    if f.close is None:
+        return ""
+    key = ("excl", f.close.path)
+    hit = self.shared.get(key)
+    if hit is None:
+        hit = self.shared[key] = _exclusion(self.alts[f.close.path], f.close.path)
+    return hit
 
 
 Builder.close_excl = _close_excl
@@ -1287,76 +1484,148 @@ def _dialect_rep(v: Any, delims: tuple | None, unquoted: bool) -> str:
     return json.dumps(v)
 
 
+_RECURSION = regex.compile(r"\(\?(?:&\w+|R|P>\w+|[+-]?\d+)\)")
+_STUB = "\ue000"  # a recursive subpattern, as the tag pattern's structure reads it
+_JSON_PROBES = {
+    # what a JSON value of each kind may hold that a value pattern could cut short
+    "string": ['"a"', '"a\'b\\"c,) ]{}="'],
+    "object": ['{"k": "a\'b\\"}{,) ]", "n": [1, {"m": null}]}', "{}"],
+    "array": ['["a\'b\\"]{,) ", {"c": [1]}]', "[]"],
+    "integer": ["-12"], "number": ["-1.5e+3"], "boolean": ["true", "false"], "null": ["null"],
+}
+
+
+def _parse_tag(pattern: str, path: str) -> tuple[list, dict[int, str], Any]:
+    """A tag pattern's parse tree (a recursive subpattern ``(?&name)`` read as a stub that
+    :func:`translate` refuses: what holds it is never translated, only probed), its group
+    names, and the pattern compiled by the regex module (recursion and all)."""
+    items, names = _parse(_RECURSION.sub("(?:" + _STUB + ")", pattern), path)
+    return items, names, regex.compile(pattern, REGEX_FLAGS)
+
+
+def _tag_forms(items: list, names: dict, path: str) -> list[tuple[list, list, list, list]]:
+    """(head, mid, value, tail) of each alternative of a tag pattern with a 'key' group then
+    a 'value' group at its top level (other named groups inside the value are read through)."""
+    kv = {gid: n for gid, n in names.items() if n in ("key", "value")}
+    forms = []
+    for a in _alternatives(items, kv, (), path):
+        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
+        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
+        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
+            ki, vi = keys[0], vals[0]
+            forms.append((a[:ki], a[ki + 1:vi], a[vi][2], a[vi + 1:]))
+    if not forms:
+        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
+    return forms
+
+
+def _tag_reads(pat: Any, head: str, key: str, mid: str, value: str, tail: str, json_values: bool, kind: str) -> bool:
+    """The tag pattern reads ``head key mid value tail`` whole as that key and value (and,
+    with a json value parser, the value as JSON of ``kind``, or a string kept as text)."""
+    text = head + key + mid + value + tail
+    m = pat.search(text)
+    if m is None or m.span() != (0, len(text)) or m.group("key") != key or m.group("value") != value:
+        return False
+    if not json_values:
+        return True
+    try:
+        got = json.loads(value)
+    except ValueError:
+        return kind in ("string", "any")
+    if kind == "any":
+        return True
+    if kind in ("integer", "number"):
+        return type(got) is int or (kind == "number" and type(got) is float)
+    return type(got) is {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}.get(kind)
+
+
+_RAW_FIRST = "[^\\s\"\\[\\]{}\\-0-9tfnIN<]"  # raw text no JSON value starts like (NaN, Infinity too)
+
+
 def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
     path = f"{f.path}.content_args.tag_pattern"
-    pattern = f.content_args.get("tag_pattern")
-    items, names = _parse(pattern, path)
-    alts = _alternatives(items, names, (), path)
+    items, names, pat = _parse_tag(f.content_args.get("tag_pattern"), path)
+    forms = _tag_forms(items, names, path)
     vp = f.content_args.get("value_parser")
     json_values = isinstance(vp, dict) and vp.get("name") == "json"
     if vp is not None and not json_values:
         raise GrammarUnsupported(f"{f.path}.content_args.value_parser: only the json value parser has a grammar")
-    alt = None
-    for a in alts:
-        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
-        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
-        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
-            alt = (a, keys[0], vals[0])
-            break
-    if alt is None:
-        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
-    a, ki, vi = alt
-    fake = Alt(f.close or f.open, 0, a, False, True, {})
+    fake = Alt(f.close or f.open, 0, [], False, True, {})
 
     def part(sub: list) -> list[str]:
         return self.seq(self.pieces(Alt(fake.delim, 0, sub, False, True, {}), {}))
 
-    head, mid, tail = a[:ki], a[ki + 1:vi], a[vi + 1:]
-    head_rep, mid_rep, tail_rep = _rep(head, {}), _rep(mid, {}), _rep(tail, {})
-    tail_lit = _rep(tail, {})
+    close_excl = self.close_excl(f)
+    head0 = forms[0][0]
+    head_rep = _rep(head0, {})
+    if head_rep is None or any(_rep(h, {}) != head_rep for h, _, _, _ in forms):
+        raise GrammarUnsupported(f"{path}: the tag's alternatives start differently; the grammar writes one head")
+    head_excl = translate([it for it in head0 if not (it[0] is _sre.MAX_REPEAT and it[1][0] == 0)], path, contains=True)
     params = tool["parameters"]
     props = params.get("properties", {}) if isinstance(params, dict) else {}
     required = [k for k in (params.get("required") or []) if k in props]
-    out: list[str] = []
+    if head_excl:
+        gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
+        gap, sep, self.tail_lead = self.text_term(gap_excl), None, self.text_term(gap_excl)
+    else:
+        # no head: the tags are separated by a comma (and whitespace), and nothing else
+        # is written between them (text there could be read as another tag)
+        gap, sep, self.tail_lead = None, self.term("/[ \\t\\n]*,[ \\t\\n]*/"), self.term("/[ \\t\\n]*/")
+    tags: dict[str, str] = {}
     reps: list[str] = []
-    close_excl = self.close_excl(f)
-    head_excl = translate([it for it in head if not (it[0] is _sre.MAX_REPEAT and it[1][0] == 0)], path, contains=True)
-    gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
-    gap = self.text_term(gap_excl)
-    head_alt = Alt(fake.delim, 0, head, False, True, {})
     for k in props:
         schema = props[k]
         kind = _value_kind(schema)
-        tail_alt = Alt(fake.delim, 0, tail, False, True, {})
-        if json_values and kind == "string":
-            # a JSON string, or raw text that no JSON value starts like (the value parser
-            # keeps text that is not JSON as it is: allow_non_json)
-            raw = self.rule(self.term(f"(/[^\\s\"\\[\\]{{}}\\-0-9tfn<]/ {self.text_term(translate(tail, path, contains=True))})")
-                            + " " + self.term("/" + translate(tail, path) + "/"), lazy=True)
-            quoted = " ".join(self.json_item(schema) + part(tail))
-            value = [f"({raw} | {quoted})"]
-            vrep = "a"
-        elif json_values:
-            value = self.json_item(schema) + part(tail)
-            vrep = json.dumps(_instance(schema))
-        elif kind in ("string", "any"):
-            # the value's text then the tag's tail, one lazy lexeme
-            value = self.seq(self.pieces(tail_alt, {}), self.text_term(translate(tail, path, contains=True)))
-            vrep = "a"
-        elif kind in ("integer", "number", "boolean", "null"):
-            value = [ValueWriter(self, "json", path).value(schema)] + part(tail)
-            vrep = json.dumps(_instance(schema))
-        else:
-            value = self.json_item(schema) + part(tail)
-            vrep = json.dumps(_instance(schema))
-        tag = self.seq(self.pieces(head_alt, {}), gap) + [json.dumps(k)] + part(mid) + value
+        choices: list[str] = []
+        vrep = None
+        for head, mid, value, tail in forms:
+            mid_rep, tail_rep = _rep(mid, {}), _rep(tail, {})
+            if mid_rep is None or tail_rep is None:
+                continue
+            reads = functools.partial(_tag_reads, pat, head_rep, k, mid_rep, tail=tail_rep, json_values=json_values, kind=kind)
+            try:
+                value_re = translate(value, path)
+            except GrammarUnsupported:
+                value_re = None
+            tail_excl = translate(tail, path, contains=True)
+            raw_excl = "|".join(x for x in (tail_excl, close_excl) if x)
+            found: list[tuple[list[str], str]] = []
+            if kind in ("string", "any") and value_re is not None and reads(value="a"):
+                # the value's text (no JSON value starts like it, with a json value parser:
+                # allow_non_json keeps it as text), then the tag's tail
+                text = self.text_term(raw_excl)
+                if json_values:
+                    text = f"(/{_RAW_FIRST}(?s:.*)/ & {text})"
+                if not (len(value) == 1 and _is_anything(value[0], lazy=True)):
+                    text = f"({text} & /{value_re}/)"
+                if tail_rep:  # the text and the tail's first piece: one lazy lexeme (markers as tokens)
+                    found.append((self.seq(self.pieces(Alt(fake.delim, 0, tail, False, True, {}), {}), text), "a"))
+                else:
+                    found.append(([self.term(text)], "a"))
+            if json_values or kind not in ("string", "any"):
+                probes = _JSON_PROBES.get(kind, []) if json_values else []
+                inst = json.dumps(_instance(schema))
+                if json_values and all(reads(value=p) for p in [inst, *probes]):
+                    spaced = reads(value=f" {inst} ")  # whitespace around the JSON value
+                    found.append(((self.json_item(schema) if spaced else self.json_item(schema)[1:2]) + part(tail), inst))
+                elif not json_values and kind in ("integer", "number", "boolean", "null") and reads(value=inst):
+                    found.append(([ValueWriter(self, "json", path).value(schema)] + part(tail), inst))
+                elif not json_values and kind not in ("string", "any") and reads(value=inst):
+                    found.append((self.json_item(schema) + part(tail), inst))
+            for value_items, rep in found:
+                choices.append(" ".join(part(mid) + value_items))
+                if vrep is None:
+                    vrep = mid_rep + rep + tail_rep
+        if not choices:
+            raise GrammarUnsupported(f"{path}: no alternative of the tag reads a {kind} value of {k!r} as the grammar writes it")
+        key_items = [json.dumps(k)] if gap is None else self.seq(self.pieces(Alt(fake.delim, 0, head0, False, True, {}), {}), gap) + [json.dumps(k)]
+        tags[k] = " ".join(key_items) + " " + (choices[0] if len(choices) == 1 else "(" + " | ".join(dict.fromkeys(choices)) + ")")
         if k in required:
-            out += tag
-            reps.append(head_rep + k + mid_rep + vrep + tail_rep)
-        else:
-            out.append("(" + " ".join(tag) + ")?")  # an optional argument: its tag, or none
-    # what follows the last tag (text up to the close) goes with the close, one lazy lexeme
-    self.tail_lead = self.text_term(gap_excl)
+            reps.append(head_rep + k + vrep)
+    if sep is not None:
+        rep_sep = ", "
+        return [self.term("/[ \\t\\n]*/"), _listed(tags, required, sep)] if tags else [], rep_sep.join(reps), 1
+    out = [tags[k] if k in required else f"({tags[k]})?" for k in props]  # optional ones: the tag, or none
     return out, "".join(reps), 1
 
 
@@ -1374,7 +1643,8 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
         params = t["parameters"]
         props = params.get("properties", {})
         req = [k for k in params.get("required", []) if k in props]
-        args = ' ", " '.join(f'"{k}=" {w.value(props[k])}' for k in req)
+        # keyword arguments in the schema's order: the required ones always, the others optionally
+        args = _listed({k: f'"{k}=" {w.value(props[k])}' for k in props}, req, '", "') if props else ""
         calls.append(self.rule(f'"{t["name"]}(" {args} ")"' if args else f'"{t["name"]}()"'))
     call = self.rule(" | ".join(calls))
     many = f'({call} (", " {call})*)' if self.o.parallel else call
@@ -1457,7 +1727,7 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     tags (begin: the open delimiter with the tool's name, content: the arguments' JSON
     schema or the body's, end: the close). Coarser than the Lark grammar: free text is any
     text until a trigger, and each delimiter is written in one form."""
-    ir = build_ir(template)
+    ir = _ir_of(template)
     tool_list = _tool_list(tools)
     names = [t["name"] for t in tool_list]
     if tool_choice not in ("auto", "required", "none") and tool_choice not in names:
@@ -1469,7 +1739,7 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     state = start[0] if start else len(ir.fields)
     used = set(start[2]) if start and len(start) > 2 else set()
     if reasoning is not None:
-        ends = [r for r in (_rep(a.body(), {}) for a in b.alts[reasoning.close.path] if a.consuming) if r]
+        ends = [r for r in (a.rep for a in b.alts[reasoning.close.path] if a.consuming) if r]
         if not ends:
             raise GrammarUnsupported(f"{reasoning.close.path}: no alternative writes a close")
         if state == reasoning.index:
@@ -1524,17 +1794,10 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
 
 def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
     path = f"{f.path}.content_args.tag_pattern"
-    items, names = _parse(f.content_args.get("tag_pattern"), path)
+    items, names, _ = _parse_tag(f.content_args.get("tag_pattern"), path)
     json_values = (f.content_args.get("value_parser") or {}).get("name") == "json"
-    for a in _alternatives(items, names, (), path):
-        keys = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "key"]
-        vals = [i for i, it in enumerate(a) if isinstance(it[0], str) and it[1] == "value"]
-        if len(keys) == 1 and len(vals) == 1 and keys[0] < vals[0]:
-            break
-    else:
-        raise GrammarUnsupported(f"{path}: no alternative with a 'key' group then a 'value' group at its top level")
-    ki, vi = keys[0], vals[0]
-    head, mid, tail = _rep(a[:ki], {}), _rep(a[ki + 1:vi], {}), _rep(a[vi + 1:], {})
+    first = _tag_forms(items, names, path)[0]
+    head, mid, tail = _rep(first[0], {}), _rep(first[1], {}), _rep(first[3], {})
     if None in (head, mid, tail) or not tail:
         raise GrammarUnsupported(f"{path}: the tag has no written form with a closing text")
     params = tool["parameters"]
