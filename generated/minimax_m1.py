@@ -50,6 +50,10 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<end_of_sentence>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))\\s*<tool_calls>\\s*(?=\\{)|(?<=<tool_calls>(?:(?!</tool_calls>).)*\\}[ \\t]*\\n)[ \\t]*(?=\\{)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -74,10 +78,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_12 = _regex.compile(
     "\\s*<end_of_sentence>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_13 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -240,17 +244,17 @@ class Parser(_base.ParserBase):
         f = self._memo[1]
         k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, k)
+            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
+            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None
@@ -404,9 +408,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_11,
+                    _RE_TAIL_12,
                     (
-                        _RE_TAIL_12,
+                        _RE_TAIL_13,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -439,9 +443,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_11,
+                    _RE_TAIL_12,
                     (
-                        _RE_TAIL_12,
+                        _RE_TAIL_13,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
