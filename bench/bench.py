@@ -597,6 +597,9 @@ def main() -> int:
         "1,000,000 with --quick), also run at a tenth and a hundredth of it"
     )
     parser.add_argument(
+        "--families", help="linear: only these bundled families (comma-separated; default all)"
+    )
+    parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
     )
     args = parser.parse_args()
@@ -626,7 +629,8 @@ def main() -> int:
             "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
         ),
         "linear": lambda: bench_linear(
-            sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
+            args.families.split(",") if args.families
+            else sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
             args.run or (1_000 if args.quick else 4_000), args.calls or (50 if args.quick else 500),
             RefParser is not None, 1 if args.quick else 3,
         ),
