@@ -151,6 +151,14 @@ def test_whitespace_run_a_held_match_cannot_keep_linear(pattern):
     _one(template, "fields.x.open_pattern", "whitespace run grows")
 
 
+@pytest.mark.parametrize("pattern", [r"(?:<a>)?[^\S\n]*(?<!<s>(?:user|tool[^<]*))<m>", r"\s*(?<!x\s*)</x>"])
+def test_lookbehind_reading_a_run_back_at_every_position(pattern):
+    # tried at every length the run before it backtracks through, each time reading the
+    # run back to its start (muse-glimmer's answer open as it was: cubic in the run)
+    template = _template(x={"open": "<x>", "close_pattern": pattern})
+    _one(template, "fields.x.close_pattern", "reads a whitespace run backwards")
+
+
 @pytest.mark.parametrize(
     "pattern", [r"\s*(?=</x>)|\s*</y>", r"\s*</x>", r"(?<=\})\s*\}(?=y)", r"</x>\s*", r"<y(?:\s*,\w)*>", r"<y\s{2}(?:(?!>).)*>"]
 )
