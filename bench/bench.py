@@ -127,9 +127,9 @@ class FloorParser:
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
 
-def stream_respc(compiled, chunks, prefix="", tools=None):
+def stream_respc(compiled, chunks, prefix="", tools=None, **options):
     def run():
-        parser = compiled.parser(prefix=prefix, tools=tools)
+        parser = compiled.parser(prefix=prefix, tools=tools, **options)
         for chunk in chunks:
             parser.feed(chunk)
         return parser.finalize()
@@ -385,7 +385,10 @@ def bench_linear(families: list[str], run: int, calls: int, ref: bool, repeats: 
                 _timed(lambda t=t: compiled.Parser.parse_whole(prefix, t, tools, regex_timeout=None, regex_budget=None), times)
                 for t in texts
             ]
-            stream = [_timed(stream_respc(compiled, chunks_of(t), prefix, tools), times) for t in texts]
+            stream = [
+                _timed(stream_respc(compiled, chunks_of(t), prefix, tools, regex_timeout=None, regex_budget=None), times)
+                for t in texts
+            ]  # (no time bounds, as whole: on a loaded machine the budget, wall time, may run out)
             return whole, stream
 
         worst = None
