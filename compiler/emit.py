@@ -23,7 +23,6 @@ import regex
 
 from .ir import CLOSE, Delimiter, Field, State, TemplateIR, Watch
 from .regexinfo import (
-    WS_GUARD,
     lazy_group_split,
     lead,
     may_backtrack,
@@ -31,7 +30,7 @@ from .regexinfo import (
     run_splits,
     tail_splits,
     word_key_head,
-    ws_guard,
+    ws_guarded,
 )
 from .validate import PLACEHOLDER
 from ..runtime.scan import REGEX_WS as _REGEX_WS
@@ -436,7 +435,7 @@ class _ScanWriter(Writer):
         d = w.delim
         name = self.regex_names[d.pattern]
         # a search (no lead known) of a whitespace-led pattern runs behind the guard
-        # (regexinfo.ws_guard): the same matches, not tried inside whitespace runs
+        # (regexinfo.ws_guarded): the same matches, not tried inside whitespace runs
         searched = self.regex_names.get(("guard", d.pattern), name)
         if d.gap is None:
             if free and d.lead is None and "\\G" not in d.pattern:
@@ -990,14 +989,15 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
             regex_names[pattern] = name
             note = " (may backtrack without bound: matched under the time bound)" if bounded else ""
             regexes.append({"name": name, "pattern": pattern, "path": comment_text(path) + note})
-            if searched and lead(pattern) is None and ws_guard(pattern):
-                # searched (no lead): behind the guard, not tried inside whitespace runs
+            guarded_source = ws_guarded(pattern) if searched and lead(pattern) is None else None
+            if guarded_source is not None:
+                # searched (no lead): behind the guards, not tried inside whitespace runs
                 guarded = name[: -len(BOUNDED)] + "_WS" + BOUNDED if bounded else name + "_WS"
                 regex_names[("guard", pattern)] = guarded
                 guards.append(
                     {
                         "name": guarded,
-                        "pattern": f"{WS_GUARD}(?:{pattern})",
+                        "pattern": guarded_source,
                         "path": comment_text(path) + " (searched: not tried inside a whitespace run, see regexinfo.ws_guard)",
                     }
                 )

@@ -17,6 +17,10 @@ one a way a template that parses its author's samples fails on what a model writ
 * a delimiter that may start with a run taking whitespace in a shape the scans cannot keep
   linear (``[\\s,]*x(?=y)``, ``\\s*?x(?=y)``: regexinfo.ws_rescans): searched from every position
   inside a long whitespace run, quadratic in the run's length;
+* a lookbehind that reads a whitespace run backwards (``(?<!x[^<]*)``) where it is tried at
+  every position inside a run (regexinfo.ws_lookbehind): quadratic in the run at each
+  start, cubic over a search; a lookahead that needs its next character first keeps it to
+  one place (``(?=<)(?<!x[^<]*)<``);
 * a delimiter in which a long whitespace run's growth is not known to leave its matches alike
   (a back reference, a repeated group that takes whitespace other than through a ``*`` loop of
   one character, regex-module-only syntax: regexinfo.ws_pump): a stream rescans a match held
@@ -40,7 +44,7 @@ from typing import Any
 
 import regex
 
-from .regexinfo import _unique_group_names, regex_only, sre_modules, ws_pump, ws_rescans
+from .regexinfo import _unique_group_names, regex_only, sre_modules, ws_lookbehind, ws_pump, ws_rescans
 from .validate import format_path, validate_template
 
 __all__ = ["Finding", "lint"]
@@ -194,6 +198,17 @@ def _pattern_findings(pattern: str, path: str, role: str) -> list[Finding]:
                 "search tries it from every position inside a long whitespace run, each reading the run to "
                 "its end (quadratic in the run's length, and regex_timeout does not bound it); start every "
                 "alternative with a greedy \\s* or \\s+ (or a literal) instead",
+            )
+        )
+    if ws_lookbehind(pattern):
+        out.append(
+            Finding(
+                path,
+                "has a lookbehind that reads a whitespace run backwards where it is tried at every position "
+                "inside the run (after a run or an optional part): each try reads the run back to its start "
+                "(quadratic in the run's length at each start, cubic over a search); put a lookahead for the "
+                "character that must follow first (`(?=<)(?<!x[^<]*)<`), or end the lookbehind's body with a "
+                "literal",
             )
         )
     if path != "start_anchor_pattern" and ws_pump(pattern) is None:

@@ -37,7 +37,9 @@ __all__ = [
     "regex_only",
     "word_key_head",
     "ws_guard",
+    "ws_guarded",
     "ws_lasting",
+    "ws_lookbehind",
     "ws_rescans",
 ]
 
@@ -247,28 +249,47 @@ WS_GUARD = "(?:\\G|(?<!\\s))"
 
 
 def ws_guard(pattern: str) -> bool:
-    """True when a search of ``pattern`` may run behind :data:`WS_GUARD` (``(?:\\G|(?<!\\s))(?:P)``)
-    and find exactly the same matches, and the guard saves the engine work: some branch
-    starts with a greedy ``\\s*`` or ``\\s+``, which the engine would otherwise run from
-    every position inside a whitespace run to its end (quadratic in the run's length).
+    """True when :func:`ws_guarded` puts a guard somewhere in ``pattern``."""
+    return ws_guarded(pattern) is not None
 
-    Every branch must start with a greedy ``\\s*``/``\\s+`` (a match one character after a
-    whitespace character then has the same match, start aside, one character earlier: the
-    leftmost match never starts inside a run), ``\\A``/``^`` or a lookbehind that ends in a
-    character other than whitespace (no match can start right after whitespace), or a
-    group ``(?:...)``, not repeated, whose branches all do. Conservative: anything else
-    (inline flags, capturing groups around the whitespace, lazy runs) is False."""
-    if not pattern.startswith("(?") or pattern.startswith(("(?:", "(?<=")):
-        try:
-            leads = [_ws_start(branch) for branch in _split_alternatives(pattern)]
-        except (_Unknown, IndexError):
-            return False
-        return all(found is not None for found in leads) and any(leads)
-    return False
+
+def ws_guarded(pattern: str) -> str | None:
+    """``pattern`` with a whitespace guard before each way of matching that starts with a
+    greedy whitespace run (``\\s*``, ``[^\\S\\n]+``, ``[ \\t]*``: a class of whitespace
+    only), or None when there is none to guard. A search of the result finds exactly the
+    matches a search of ``pattern`` finds, and is not tried inside whitespace runs where a
+    guard applies (which would read the run to its end from every position inside it:
+    quadratic in the run's length).
+
+    The guard of a run of class ``C`` is ``(?:\\G|(?<!C))`` (:data:`WS_GUARD` for ``\\s``):
+    a match starts where the search does or where no ``C`` comes before it. It is sound
+    because a way of matching ``C*X`` at ``p`` after a ``C`` is also one at ``p - 1`` (the
+    greedy run takes one more), so the leftmost match never starts where the guard
+    rejects. Guards go, each alternative on its own (alternatives that start otherwise,
+    after a lookbehind ``(?<=...\\n)[ \\t]*``, with a literal, keep no guard):
+
+    * before a branch (or a group's alternative) that starts with such a run;
+    * into a leading optional group ``(?:A|B)?`` followed by such a run: as a last,
+      empty alternative ``(?:A|B|GUARD)`` (the group's own alternatives guarded the same
+      way where they start with a run; the way around the group then runs behind the
+      guard). Conservative: inline flags, lazy or possessive runs, repeated groups are
+      left as they are."""
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?<=", "(?<!", "(?P<", "(?=", "(?!")):
+        return None  # inline flags
+    try:
+        leads = [_ws_start(branch) for branch in _split_alternatives(pattern)]
+        if all(found is not None for found in leads) and any(leads):
+            # every alternative starts with a \\s run or cannot start after whitespace: one
+            # guard before them all
+            return f"{WS_GUARD}(?:{pattern})"
+        text, _ = _guard_alternatives(pattern)
+    except (_Unknown, IndexError):
+        return None
+    return None if text == pattern else text
 
 
 def _ws_start(branch: str) -> bool | None:
-    """For :func:`ws_guard`: True when ``branch`` starts with a greedy whitespace run (in
+    """For :func:`ws_guarded` (one guard for all): True when ``branch`` starts with a greedy whitespace run (in
     every way of matching it, or some); False when no match of it can start right after
     whitespace; None when neither is known."""
     if branch.startswith(("\\s*", "\\s+")):
@@ -303,6 +324,51 @@ def _ends_in_non_ws(text: str) -> bool:
         return c.isascii() and not c.isalnum() and c != "_" and not c.isspace()
     return c not in _META and not c.isspace()
 
+
+#: the whitespace classes a guard is built for (a leading greedy run of one of them)
+_WS_RUN = regex.compile(r"(\\s|\[(?:\^\\S)?(?:\\[ntrfv]| )+\]| |\\[ntrfv])[*+](?![?+])")
+
+
+def _ws_guard_for(cls: str) -> str:
+    """The guard of a run of ``cls`` (see :func:`ws_guarded`)."""
+    return WS_GUARD if cls == "\\s" else f"(?:\\G|(?<!{cls}))"
+
+
+def _guard_alternatives(body: str) -> tuple[str, bool]:
+    """:func:`ws_guarded` of each alternative of ``body``; and whether some way of matching
+    may still start with a run that takes whitespace, unguarded (:func:`ws_rescans`)."""
+    parts, rescans = [], False
+    for branch in _split_alternatives(body):
+        text, left = _guard_sequence(branch)
+        parts.append(text)
+        rescans = rescans or left
+    return "|".join(parts), rescans
+
+
+def _guard_sequence(seq: str) -> tuple[str, bool]:
+    """``seq`` (one alternative) with guards at its start (see :func:`ws_guarded`), and
+    whether a way of matching it may still start with an unguarded whitespace run."""
+    run = _WS_RUN.match(seq)
+    if run is not None:
+        return _ws_guard_for(run.group(1)) + seq, False
+    if not seq.startswith(("(?:", "(?P<")):
+        return seq, _may_start_with_ws_run(seq)
+    close = _group_end(seq, 0)
+    head = seq[: seq.index(">") + 1] if seq.startswith("(?P<") else "(?:"
+    inner, after = seq[len(head) : close], seq[close + 1 :]
+    if after[:1] in ("*", "+", "{") or after.startswith(("??", "?+")):
+        return seq, _may_start_with_ws_run(seq)  # repeated, lazy or possessive: as it is
+    if any(not alt for alt in _split_alternatives(inner)):
+        return seq, _may_start_with_ws_run(seq)  # an empty alternative: as it is
+    text, rescans = _guard_alternatives(inner)
+    if not after.startswith("?"):
+        return f"{head}{text}){after}", rescans
+    rest = after[1:]
+    run = _WS_RUN.match(rest)
+    if run is not None:
+        # the way around the group runs behind the guard of the run that follows it
+        return f"{head}{text}|{_ws_guard_for(run.group(1))}){rest}", rescans
+    return f"{head}{text})?{rest}", rescans or _may_start_with_ws_run(rest)
 
 
 def ws_lasting(pattern: str) -> bool:
@@ -386,17 +452,19 @@ def _lasting_inner(text: str) -> bool:
 
 def ws_rescans(pattern: str) -> bool:
     """True when a search of ``pattern`` may read a whitespace run from every position inside
-    it (quadratic in the run's length) and the scans cannot avoid it: some branch may start
-    with a repeated element that matches whitespace, the pattern has no known lead (so it is
-    searched, see :func:`lead`) and :func:`ws_guard` does not hold. What ``respc lint``
-    reports."""
-    if ws_guard(pattern):
-        return False
-    info = lead(pattern)
-    if info is not None:
+    it (quadratic in the run's length) and the scans cannot avoid it: the pattern has no
+    known lead (so it is searched, see :func:`lead`) and some way of matching it may start
+    with a repeated element that matches whitespace where :func:`ws_guarded` puts no
+    guard. What ``respc lint`` reports."""
+    if lead(pattern) is not None:
         return False  # tried only where its lead starts, from the whitespace run's start
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?<=", "(?<!", "(?P<", "(?=", "(?!")):
+        try:
+            return any(_may_start_with_ws_run(branch) for branch in _split_alternatives(pattern))
+        except (_Unknown, IndexError):
+            return False
     try:
-        return any(_may_start_with_ws_run(branch) for branch in _split_alternatives(pattern))
+        return _guard_alternatives(pattern)[1]
     except (_Unknown, IndexError):
         return False
 
@@ -786,13 +854,25 @@ _GROUP_NAME = regex.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
 
 def _unique_group_names(pattern: str) -> str:
     """``pattern`` with a repeated group name (which the regex module allows, as in
-    ``(?:a(?P<n>x)|b(?P<n>y))``, and ``re`` does not) made unique, when nothing refers to
-    a group by name; the structure ``re`` reads is the same."""
+    ``(?:a(?P<n>x)|b(?P<n>y))``, and ``re`` does not) made unique; a back reference
+    ``(?P=n)`` then names the last group of that name written before it (the one it refers
+    to on its own path when no repeat encloses it). The structure ``re`` reads is the same."""
     names = [m.group(2) for m in _GROUP_NAME.finditer(pattern)]
-    if len(names) == len(set(names)) or "(?P=" in pattern or "\\g<" in pattern:
+    if len(names) == len(set(names)) or "\\g<" in pattern:
         return pattern
     count = iter(range(len(names)))
-    return _GROUP_NAME.sub(lambda m: f"{m.group(1)}(?P<_g{next(count)}>", pattern)
+    latest: dict[str, str] = {}
+
+    def rename(m: regex.Match) -> str:
+        if m.group(2) is not None:
+            latest[m.group(2)] = f"_g{next(count)}"
+            return f"{m.group(1)}(?P<{latest[m.group(2)]}>"
+        return f"{m.group(1)}(?P={latest.get(m.group(3), m.group(3))})"
+
+    return _GROUP_OR_REF.sub(rename, pattern)
+
+
+_GROUP_OR_REF = regex.compile(r"(?<!\\)((?:\\\\)*)(?:\(\?P<(\w+)>|\(\?P=(\w+)\))")
 
 
 # --- leaning on the end of the input ----------------------------------------------
@@ -989,8 +1069,10 @@ def ws_pump(pattern: str) -> int | None:
     A run longer than ``K`` then gives every way of matching an iteration of some loop
     inside the run, which can take one more ``c`` (or give one back), so ``u c^n v`` and
     ``u c^(n+1) v`` match alike (the classic pumping argument, lookaround bodies included).
-    Not known: back references, conditionals, an element matching whitespace inside a
-    repeated group other than a ``*`` loop of one character, regex-module-only syntax.
+    A back reference counts as nothing when its group can take no whitespace (it takes
+    again what the group took). Not known: other back references, conditionals, an element
+    matching whitespace inside a repeated group other than a ``*`` loop of one character,
+    regex-module-only syntax.
     runtime/base.py holds such a run without rescanning it (scan.State.pump)."""
     if regex_only(pattern):
         return None
@@ -1002,6 +1084,48 @@ def ws_pump(pattern: str) -> int | None:
     repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
     unbounded = sre.MAXREPEAT
     compiled: dict = {}
+    groups: dict[int, Any] = {}  # group number -> its body, for back references
+    repeated = [0]  # how many repeats enclose the element counted
+
+    def collect(items) -> None:
+        for op, arg in items:
+            if op is sre.SUBPATTERN:
+                if arg[0] is not None:
+                    groups[arg[0]] = arg[-1]
+                collect(arg[-1])
+            elif op is sre.BRANCH:
+                for alt in arg[1]:
+                    collect(alt)
+            elif op in repeats:
+                collect(arg[2])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                collect(arg[1])
+            elif op is getattr(sre, "ATOMIC_GROUP", None):
+                collect(arg)
+
+    def captures_ws(items, seen: frozenset = frozenset()) -> bool:
+        """Some text a group of these items captures may hold whitespace."""
+        for op, arg in items:
+            if op in single:
+                if takes_ws(op, arg):
+                    return True
+            elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+                continue  # (lookarounds capture nothing they read into the group's text)
+            elif op is sre.SUBPATTERN:
+                if captures_ws(arg[-1], seen):
+                    return True
+            elif op is sre.BRANCH:
+                if any(captures_ws(alt, seen) for alt in arg[1]):
+                    return True
+            elif op in repeats:
+                if arg[1] and captures_ws(arg[2], seen):
+                    return True
+            elif op is sre.GROUPREF and arg in groups and arg not in seen:
+                if captures_ws(groups[arg], seen | {arg}):
+                    return True
+            else:
+                return True
+        return False
 
     def takes_ws(op, arg) -> bool:
         if op is sre.ANY or op is sre.NOT_LITERAL:
@@ -1036,31 +1160,154 @@ def ws_pump(pattern: str) -> int | None:
                 total += max(count(alt, in_loop) for alt in arg[1])
             elif op in (sre.ASSERT, sre.ASSERT_NOT):
                 total += count(arg[1], in_loop)
+            elif op is sre.GROUPREF:
+                # a back reference takes again what its group took: none of a run when the
+                # group can take no whitespace (each group of its name written before it:
+                # without a repeat around them, no other can have been taken first)
+                refers = same_name.get(arg, [arg])
+                if repeated[0] and len(refers) > 1 or any(g not in groups or captures_ws(groups[g]) for g in refers):
+                    raise _Unknown(pattern)
             elif op in repeats:
                 low, high, body = arg
-                if high == unbounded:
-                    # one character, maybe behind lookarounds (a tempered ``(?:(?!x).)*``):
-                    # the lookarounds' whitespace counts, as elsewhere
-                    checks = [item for item in body if item[0] in (sre.ASSERT, sre.ASSERT_NOT)]
-                    chars = [item for item in body if item[0] not in (sre.ASSERT, sre.ASSERT_NOT)]
-                    if len(chars) == 1 and chars[0][0] in single:
-                        total += count(checks, in_loop)
-                        if takes_ws(*chars[0]):
-                            if in_loop and low:
-                                raise _Unknown(pattern)
-                            total += low
-                    else:
-                        count(body, True)
-                else:
-                    total += high * count(body, in_loop)
+                again = high > 1  # (an optional part, ``?``, runs once at most)
+                repeated[0] += again
+                try:
+                    total += repeat(low, high, body, in_loop)
+                finally:
+                    repeated[0] -= again
             else:
-                raise _Unknown(pattern)  # back references, conditionals, ...
+                raise _Unknown(pattern)  # conditionals, ...
         return total
 
+    def repeat(low, high, body, in_loop: bool) -> int:
+        if high != unbounded:
+            return high * count(body, in_loop)
+        # one character, maybe behind lookarounds (a tempered ``(?:(?!x).)*``): the
+        # lookarounds' whitespace counts, as elsewhere
+        checks = [item for item in body if item[0] in (sre.ASSERT, sre.ASSERT_NOT)]
+        chars = [item for item in body if item[0] not in (sre.ASSERT, sre.ASSERT_NOT)]
+        if len(chars) == 1 and chars[0][0] in single:
+            total = count(checks, in_loop)
+            if takes_ws(*chars[0]):
+                if in_loop and low:
+                    raise _Unknown(pattern)
+                total += low
+            return total
+        count(body, True)
+        return 0
+
+    # a repeated name (made unique, _g0, _g1, ... in order): a back reference, which names
+    # the last group of its name written before it, may take what any of those took
+    defs = [m.group(2) for m in _GROUP_NAME.finditer(pattern)]
+    same_name: dict[int, list[int]] = {}
+    if len(set(defs)) < len(defs):
+        numbers = tree.state.groupdict
+        for k, name in enumerate(defs):
+            same_name[numbers[f"_g{k}"]] = [numbers[f"_g{i}"] for i in range(k + 1) if defs[i] == name]
+    collect(tree)
     try:
         return count(tree, False)
     except _Unknown:
         return None
+
+
+def ws_lookbehind(pattern: str) -> bool:
+    r"""True when ``pattern`` has a lookbehind that reads a whitespace run backwards (some
+    way of matching its body ends with an unbounded repeat that takes whitespace:
+    ``(?<!x[^<]*)``) where nothing right before it keeps it from being tried at every
+    position inside a run (a literal character other than whitespace, or a lookahead that
+    needs one: ``(?=<)(?<!x[^<]*)<``). A search (or a run the pattern backtracks through)
+    then reads the run back from each of its positions: quadratic in the run's length at
+    each start, cubic over a search. A positive lookbehind that ends an alternative
+    (``:\s*(?<=\[X\][\s\S]*)``) is left out: it is read where the rest of a match holds,
+    and where it holds, once. What ``respc lint`` reports with :func:`ws_rescans`."""
+    sre_parse, sre = sre_modules()
+    for i, c, depth in _structure(pattern):
+        if c != "(" or not pattern.startswith(("(?<=", "(?<!"), i):
+            continue
+        try:
+            close = _group_end(pattern, i)
+            body = pattern[i + 4 : close]
+            tree = sre_parse.parse(_unique_group_names(body), 16)
+        except Exception:  # noqa: BLE001 - not read: not known to
+            continue
+        last = depth == 0 and pattern[close + 1 : close + 2] in ("", "|")
+        if last and pattern.startswith("(?<=", i):
+            continue  # ends a match that is otherwise whole: read once where it holds
+        if _ends_in_ws_loop(list(tree), sre) and not _kept_to_one_place(pattern[:i]):
+            return True
+    return False
+
+
+def _ends_in_ws_loop(items: list, sre: Any) -> bool:
+    """Some way of matching ``items`` (a parsed sequence) ends with an unbounded repeat of
+    an element that takes whitespace (what a lookbehind reads first, going backwards)."""
+    while items and items[-1][0] in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        items = items[:-1]  # (zero-width: reads nothing going back)
+    if not items:
+        return False
+    op, arg = items[-1]
+    if op is sre.SUBPATTERN:
+        return _ends_in_ws_loop(list(arg[-1]), sre)
+    if op is sre.BRANCH:
+        return any(_ends_in_ws_loop(list(alt), sre) for alt in arg[1])
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        low, high, body = arg
+        if high == sre.MAXREPEAT and _takes_any_ws(list(body), sre):
+            return True
+        return _ends_in_ws_loop(list(body), sre) or (low == 0 and _ends_in_ws_loop(items[:-1], sre))
+    return False
+
+
+def _takes_any_ws(items: list, sre: Any) -> bool:
+    """Some element of ``items`` may take a whitespace character (conservative: True when not known)."""
+    for op, arg in items:
+        if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            continue
+        if op is sre.LITERAL:
+            if chr(arg) in _WS_CHARS:
+                return True
+        elif op in (sre.ANY, sre.NOT_LITERAL):
+            return True
+        elif op is sre.IN:
+            try:
+                code = _std_re.compile(_rebuild_class(arg, sre))
+            except Exception:  # noqa: BLE001
+                return True
+            if any(code.fullmatch(c) for c in _WS_CHARS):
+                return True
+        elif op is sre.SUBPATTERN:
+            if _takes_any_ws(list(arg[-1]), sre):
+                return True
+        elif op is sre.BRANCH:
+            if any(_takes_any_ws(list(alt), sre) for alt in arg[1]):
+                return True
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            if _takes_any_ws(list(arg[2]), sre):
+                return True
+        else:
+            return True
+    return False
+
+
+def _kept_to_one_place(before: str) -> bool:
+    """``before`` (the pattern up to a lookbehind) ends in a literal character other than
+    whitespace, or in a lookahead that needs one: the lookbehind is tried only there."""
+    if _ends_in_non_ws(before):
+        return True
+    if not before.endswith(")"):
+        return False
+    for j, c, depth in _structure(before):
+        if c == "(" and before.startswith("(?=", j):
+            try:
+                if _group_end(before, j) == len(before) - 1:
+                    firsts = set()
+                    for branch in _split_alternatives(before[j + 3 : -1]):
+                        firsts |= _required_firsts(branch)
+                    return not any(f.isspace() for f in firsts)
+            except (_Unknown, IndexError):
+                return False
+    return False
 
 
 def _rebuild_class(items, sre) -> str:

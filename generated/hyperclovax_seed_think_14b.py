@@ -61,6 +61,10 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*",
     _regex.DOTALL,
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
+    "(?:(?:\\G|(?<!\\s))\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant|(?:\\G|(?<!\\s)))\\s*-> tool/function_call\\n\\s*\\[\\s*(?=\\{)|(?:\\G|(?<!\\s))\\s*,(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},)\\s*(?=\\{)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_4_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)",
     _regex.DOTALL,
@@ -251,17 +255,17 @@ class Parser(_base.ParserBase):
         f = self._memo[1]
         k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
         m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, k)
+            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, k, partial=True)
+            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
-                    _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1)
+                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1, partial=True)
+                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
                 )
                 if m.start() < n
                 else None

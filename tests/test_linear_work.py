@@ -13,8 +13,10 @@ the generated module, and, for whole outputs, a ``str`` whose searches count):
 * a regex ``match`` at ``p`` reads the whitespace run there when the pattern can start
   with whitespace, and up to where its match ends (all of the text for a partial one);
 * a regex ``search`` from ``p`` tries every start up to where its match starts (all of the
-  text when there is none), and at each start reads what a ``match`` there would, except
-  where the pattern's guard (regexinfo.WS_GUARD) rejects a start inside a whitespace run;
+  text when there is none), and at each start reads what a ``match`` there would; a start
+  inside a whitespace run (not where the search began) reads the run only where some way
+  of matching the pattern can take a whitespace character there (the guards,
+  regexinfo.ws_guarded, rule that out: ``(?:\\G|(?<!\\s))\\s*x``, ``(?<=\\n)[ \\t]*x``);
 * ``str.find`` / ``startswith`` read from their start to what they find (or their end).
 """
 
@@ -24,6 +26,7 @@ import json
 from pathlib import Path
 
 import pytest
+import regex
 
 import respc
 from respc.runtime import base as _base
@@ -42,17 +45,7 @@ CALLS = 40  # tool calls (and 4x that)
 GROWTH = 5.0  # the most 4x the input may cost: linear is about 4x, quadratic about 16x
 
 #: families still super-linear, and why (strict: one that becomes linear must leave the list)
-KNOWN_WS = {
-    # a run at the output's start, released by its first other character: the free state's
-    # open is searched from every position inside the run, and a branch of it starts after
-    # a lookbehind ending in a newline (``(?<=...\n)[ \t]*``), so no whitespace guard
-    # (regexinfo.ws_guard) applies; what ``respc lint`` reports (regexinfo.ws_rescans)
-    "hyperclovax-seed-think-14b": "a whitespace-led open searched from every position of the run (no guard applies)",
-    "minimax-m1": "a whitespace-led open searched from every position of the run (no guard applies)",
-    # a back reference (``(?P=name)``): how a longer run matches is not known
-    # (regexinfo.ws_pump), so a held match is rescanned at every chunk
-    "muse-glimmer": "a held match of a delimiter with a back reference, rescanned at every chunk",
-}
+KNOWN_WS: dict[str, str] = {}
 #: -- the open's lookahead reads to the end of the output (``(?=\[...\(.*\)...\Z)``): held
 #: until the end, it is matched again at every chunk (the reference does the same)
 KNOWN_CALLS = {
@@ -88,7 +81,7 @@ class CountingPattern:
         self._rx = rx
         self._work = work
         self._ws_led = rx.pattern.startswith(WS_GUARD) or _reads_ws(rx)
-        self._guarded = rx.pattern.startswith(WS_GUARD)
+        self._inside: dict[tuple[str, str], bool] = {}  # (character before, run's character) -> _reads_ws_inside
 
     def __getattr__(self, name):
         return getattr(self._rx, name)
@@ -113,8 +106,13 @@ class CountingPattern:
         if self._ws_led:
             runs = _ws_runs(buf[pos : stop + 1])
             for q in range(0, stop - pos + 1):
-                if self._guarded and q and buf[pos + q - 1] in REGEX_WS:
-                    self._work.count += 1
+                if q and q < len(runs) and runs[q] and buf[pos + q - 1] in REGEX_WS:
+                    # a start inside a run: it reads the run only where some way of matching
+                    # can take its whitespace there (what the guards, regexinfo.ws_guarded, rule out)
+                    key = (buf[pos + q - 1], buf[pos + q])
+                    if key not in self._inside:
+                        self._inside[key] = _reads_ws_inside(self._rx, *key)
+                    self._work.count += runs[q] + 1 if self._inside[key] else 1
                 else:
                     self._work.count += runs[q] + 1 if q < len(runs) else 1
         else:
@@ -155,6 +153,14 @@ def _reads_ws(rx) -> bool:
     """The pattern can read a whitespace run from where it starts (after other text: ``\\A``
     fails there at once)."""
     m = rx.match("x" + " " * 8, 1, partial=True)
+    return m is not None and m.end() == 9
+
+
+def _reads_ws_inside(rx, before: str, c: str) -> bool:
+    """The pattern can read a run of ``c`` from a start inside a whitespace run (after
+    ``before``) other than where the search began (``\\G`` fails there)."""
+    probe = regex.compile(rx.pattern.replace("\\G", "(?!)"), rx.flags)
+    m = probe.match(before + c * 8, 1, partial=True)
     return m is not None and m.end() == 9
 
 
@@ -299,6 +305,25 @@ def test_whitespace_runs_at_every_boundary_are_linear(counting, name):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
+def test_no_lookbehind_reads_a_run_back_at_every_position(name):
+    """What the counts above cannot see: the regex engine's own backtracking. A lookbehind
+    that reads a whitespace run backwards (``(?<!x[^<]*)``), tried at every length a run
+    before it backtracks through, reads the run again each time (muse-glimmer's answer open
+    took 1.8 s whole at 1,000 spaces and 85 s at 4,000, the reference as long). No bundled
+    delimiter has one (regexinfo.ws_lookbehind, what ``respc lint`` reports)."""
+    from respc.compiler.regexinfo import ws_lookbehind
+
+    template = respc.load(name).template
+    found = [
+        f"fields.{field}.{key}"
+        for field, spec in template["fields"].items()
+        for key in ("open_pattern", "close_pattern")
+        if key in spec and ws_lookbehind(spec[key])
+    ]
+    assert not found, f"{name}: a lookbehind reads a whitespace run back at every position in {found}"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
 def test_many_tool_calls_are_linear(counting, name):
     compiled, work = counting(name)
     data, case = _first_tool_case(name)
@@ -320,7 +345,6 @@ def test_many_tool_calls_are_linear(counting, name):
 def test_counting_sees_quadratic_work(counting):
     """The counts tell quadratic work apart: an unguarded whitespace-led search over a run
     grows 16x for 4x the run."""
-    import regex
 
     work = Work()
     rx = CountingPattern(regex.compile(r"\s*(?=x)|\s*y", regex.DOTALL), work)

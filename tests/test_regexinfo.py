@@ -483,3 +483,118 @@ def test_fuzzy_delimiter_matches_as_the_reference_does():
         "content": "bye",
         "x": "abc",
     }
+
+
+# --- whitespace guards (regexinfo.ws_guarded) ----------------------------------------
+WS_RUNS = [r"\s*", r"\s+", r"[^\S\n]*", r"[ \t]+", r" *", r"\n*"]
+WS_TEXTS = st.text(alphabet="ab<|. \n\t", max_size=16)
+
+
+@st.composite
+def guardable(draw):
+    """Alternatives that start with a whitespace run, an optional group before one (its own
+    alternatives whitespace-led or not), a lookbehind, or a literal."""
+    branches = []
+    for _ in range(draw(st.integers(1, 3))):
+        run = draw(st.sampled_from(WS_RUNS))
+        kind = draw(st.integers(0, 4))
+        rest = draw(sequences(1))
+        if kind == 0:
+            branch = run + rest
+        elif kind == 1:
+            inner = "|".join(draw(st.lists(st.sampled_from(["<a", r"\|b", run + "<", r"\s*\.", "a"]), min_size=1, max_size=2)))
+            branch = f"(?:{inner})?{run}{rest}"
+        elif kind == 2:
+            branch = draw(st.sampled_from([r"(?<=\n)", r"(?<=a)", r"(?<=\s)"])) + run + rest
+        elif kind == 3:
+            branch = f"(?:(?:<a)?{run}b{rest})?<"
+        else:
+            branch = rest
+        branches.append(branch)
+    return "|".join(branches)
+
+
+def _found(rx, text, pos, partial):
+    m = rx.search(text, pos, partial=partial)
+    return None if m is None else (m.span(), m.partial, m.groupdict())
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(pattern=guardable(), text=WS_TEXTS, data=st.data())
+def test_guarded_search_finds_what_the_pattern_finds(pattern, text, data):
+    from respc.compiler.regexinfo import ws_guarded
+
+    guarded = ws_guarded(pattern)
+    compiled = _compile(pattern)
+    if guarded is None or compiled is None:
+        return
+    rx = regex.compile(guarded, FLAGS)
+    pos = data.draw(st.integers(0, len(text)))
+    for partial in (False, True):
+        assert _found(rx, text, pos, partial) == _found(compiled, text, pos, partial), (pattern, guarded, text, pos, partial)
+
+
+@pytest.mark.parametrize(
+    "pattern, guarded",
+    [
+        # a branch after a lookbehind that ends in a newline keeps no guard; the other has one
+        (r"\s*<t>|(?<=\}\n)[ \t]*(?=\{)", r"(?:\G|(?<!\s))\s*<t>|(?<=\}\n)[ \t]*(?=\{)"),
+        # an optional group before the run: the way around it runs behind the run's guard
+        (r"(?:\s*<e>)?\s*->", r"(?:(?:\G|(?<!\s))\s*<e>|(?:\G|(?<!\s)))\s*->"),
+        (r"(?:<s>\s*a)?[^\S\n]*to=", r"(?:<s>\s*a|(?:\G|(?<![^\S\n])))[^\S\n]*to="),
+        # every alternative led by \s (or unable to start after whitespace): one guard for all
+        (r"\s*a|\s*b", r"(?:\G|(?<!\s))(?:\s*a|\s*b)"),
+        (r"a\s*", None),
+        (r"\s*?a", None),
+        (r"(?i)\s*a", None),
+    ],
+)
+def test_ws_guarded_examples(pattern, guarded):
+    from respc.compiler.regexinfo import ws_guarded
+
+    assert ws_guarded(pattern) == guarded
+
+
+@pytest.mark.parametrize(
+    "pattern, bound",
+    [
+        # a back reference to a group that takes no whitespace takes none of a run either
+        (r'<i n="(?:(?P<n>[^"\s]+?)(?:\.(?P=n))?|(?P<n>[^"]+?))">', 2),
+        (r"(?P<a>\w+)x(?P=a)", 0),
+        # ... one to a group that may: not known (the copy must match the run again)
+        (r'<i n="(?P<n>[^"]+?)(?:\.(?P=n))?">', None),
+        (r"(?P<a>\s*)x(?P=a)", None),
+        # each group of the name written before it counts, not only the last
+        (r"(?:(?P<a>\s)|(?P<a>\w))(?P=a)", None),
+        (r"(?:(?P<a>\w)|(?P<a>\d))(?P=a)", 0),
+    ],
+)
+def test_ws_pump_back_references(pattern, bound):
+    from respc.compiler.regexinfo import ws_pump
+
+    assert ws_pump(pattern) == bound
+
+
+@pytest.mark.parametrize(
+    "pattern, reads_back",
+    [
+        # muse-glimmer's answer open as it was: at every length the run backtracks through,
+        # the negative lookbehind reads the run back to its start (1,000 spaces: 5.8 s)
+        (r"(?:<s>\s*a)?[^\S\n]*(?:to=user)?(?<!<s>(?:user|tool[^<]*))<m>", True),
+        (r"\s*(?<=x\s*)y", True),
+        (r"(?<!a\s*)b", True),
+        # a lookahead for the next character first keeps it to one place; a literal as well
+        (r"(?:<s>\s*a)?[^\S\n]*(?:to=user)?(?=<m>)(?<!<s>(?:user|tool[^<]*))<m>", False),
+        (r"\s*,(?<=x.*\},)", False),
+        (r"x(?<=a\s*)", False),
+        # a body that ends in a literal reads back one character where it fails
+        (r"(?<=<t>(?:(?!</t>).)*\}[ \t]*\n)[ \t]*", False),
+        # a positive lookbehind that ends the match is read once where it holds
+        (r':\s*(?<=\[T\][\s\S]*)', False),
+    ],
+)
+def test_ws_lookbehind_examples(pattern, reads_back):
+    from respc.compiler.regexinfo import ws_lookbehind
+
+    assert ws_lookbehind(pattern) is reads_back
