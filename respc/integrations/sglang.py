@@ -39,6 +39,7 @@ prompt prefix reaches them, and output keeps special tokens only where the reque
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import os
 from typing import Any
@@ -331,6 +332,21 @@ class _CallDelta:
 _EMPTY_REASONING = _ReasoningChunk("", "")
 
 
+def _tool_names(tools: Any) -> set[str]:
+    """The names of a request's function tools (SGLang's ``Tool`` models or dicts, Chat
+    Completions or Responses API shapes), without converting them."""
+    names = set()
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else getattr(tool, "function", None)
+        if function is None:
+            name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+        else:
+            name = function.get("name") if isinstance(function, dict) else getattr(function, "name", None)
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
 def _forward_unknown() -> bool:
     """SGLang's ``SGLANG_FORWARD_UNKNOWN_TOOLS`` (its detectors drop a call to a tool the
     request does not declare unless it is set)."""
@@ -468,7 +484,7 @@ def _make_classes() -> tuple[type, type]:
                 self._normal = ""
                 self._calls = _NO_CALLS
                 return _EMPTY_REASONING
-            if len(deltas) == 1:  # the common chunk: one delta of one kind
+            if len(deltas) == 1:  # the common chunks: one delta of one kind
                 delta = deltas[0]
                 if len(delta) == 1:
                     text = delta.get("content")
@@ -476,6 +492,14 @@ def _make_classes() -> tuple[type, type]:
                         self._normal = text
                         self._calls = _NO_CALLS
                         return _ReasoningChunk(text, "")
+                    calls = delta.get("tool_calls")
+                    if calls is not None and len(calls) == 1:  # an argument fragment
+                        call = calls[0]
+                        function = call.get("function")
+                        if len(call) == 2 and function is not None and len(function) == 1:
+                            self._normal = ""
+                            self._calls = [(call["index"], None, function.get("arguments") or "")]
+                            return _EMPTY_REASONING
             reasoning, content, calls = _split(deltas)
             self._normal = content
             self._calls = calls
@@ -526,18 +550,27 @@ def _make_classes() -> tuple[type, type]:
             self.eot_token = close
             self.incomplete_tool_call_indices: set[int] = set()
             self._prefix = prefix or ""
-            self._tools = tool_dicts(tools)
+            self._request_tools = tools
+            self._tool_list: list[dict] | None | bool = False  # (tool_dicts, made when needed)
             # the declared tools' names, unless SGLANG_FORWARD_UNKNOWN_TOOLS (or no tools:
             # then every call is the message's, as respc's message has them)
             self._known: set[str] | None = None
-            if self._tools and not _forward_unknown():
-                self._known = {(tool.get("function") or {}).get("name") for tool in self._tools}
+            if tools and not _forward_unknown():
+                self._known = _tool_names(tools) or None
             self._constrained = constrained
             self._stream: Any = None  # the own parse (DeltaParser), without a paired one
             self._pieces: list[list[str]] = []  # per call, the argument fragments sent
             self._index: dict[int, int] = {}  # respc's call index -> the index sent (-1: dropped)
             self._paired: Any = None  # the reasoning detector whose parse this one takes
             self._last: tuple[str, tuple] | None = None  # (text, parse) of a whole parse
+
+        @property
+        def _tools(self) -> list[dict] | None:
+            """The request's tools as dicts, made when this detector parses itself (a paired
+            one never does: the reasoning detector's parse types the arguments)."""
+            if self._tool_list is False:
+                self._tool_list = tool_dicts(self._request_tools)
+            return self._tool_list
 
         @classmethod
         def parses_without_tools(cls) -> bool:
@@ -755,6 +788,10 @@ def _make_classes() -> tuple[type, type]:
 
     RespcReasoningDetector.__name__ = RespcReasoningDetector.__qualname__ = "RespcReasoningDetector"
     RespcToolDetector.__name__ = RespcToolDetector.__qualname__ = "RespcToolDetector"
+    # SGLang reads each detector class's signature per request (inspect.signature, which
+    # takes longer than making the detector): given once here
+    for cls in (RespcReasoningDetector, RespcToolDetector):
+        cls.__signature__ = inspect.signature(cls)
     return RespcReasoningDetector, RespcToolDetector
 
 
