@@ -304,3 +304,40 @@ def test_sglang_loads_the_plugin_from_its_entry_point():
     load_plugins()
     assert "respc" in FunctionCallParser.ToolCallParserEnum and "respc" in ReasoningParser.DetectorMap
     plugin.register()
+
+
+def _thinking(template: dict) -> dict:
+    """``template`` with its reasoning field named ``thinking`` (as some templates on the Hub
+    and transformers' docs name it)."""
+    out = copy.deepcopy(template)
+    out["fields"] = {("thinking" if k == "reasoning_content" else k): v for k, v in out["fields"].items()}
+    return out
+
+
+@pytest.mark.parametrize("source", ["tokenizer", "environment"])
+def test_a_reasoning_field_named_thinking_streams_as_reasoning(monkeypatch, tmp_path, source):
+    template, samples = _load("qwen3")
+    case = next(c for c in samples["cases"] if c["name"] == "content_before_call")
+    renamed = _thinking(template)
+    tokenizer = _Tokenizer([case["prefix"] + case["output"]], renamed)
+    if source == "environment":  # a template file named by RESPC_TEMPLATE, the tokenizer without one
+        path = tmp_path / "thinking.json"
+        path.write_text(json.dumps(renamed), encoding="utf-8")
+        tokenizer.response_template = None
+        monkeypatch.setenv(plugin.ENV, str(path))
+    expected = _plain(_respc_message(template, case["prefix"], case["output"], samples["tools"]))
+    assert expected.get("reasoning_content")
+    deltas = driver.stream(_deltas(tokenizer, case["output"], 4), tokenizer=tokenizer, prefix=case["prefix"],
+                           tools=copy.deepcopy(samples["tools"]))
+    assert _plain(_accumulate(deltas)) == expected
+    got = driver.whole(case["output"], tokenizer=tokenizer, prefix=case["prefix"], tools=copy.deepcopy(samples["tools"]))
+    assert _plain(got) == expected
+
+
+def test_a_template_that_does_not_compile_says_where_it_came_from(monkeypatch, tmp_path):
+    class Bare:
+        init_kwargs: dict = {}
+
+    monkeypatch.setenv(plugin.ENV, str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match=plugin.ENV):
+        plugin.choose_template(Bare())

@@ -83,6 +83,19 @@ def _tokenizer_value(tokenizer: Any) -> Any:
     return None
 
 
+def _placed(error: ValueError, where: str) -> ValueError:
+    """``error`` of the same class, its message starting with ``where`` (a TemplateError
+    keeps its path and problem); a plain ValueError where the class cannot be remade."""
+    path = getattr(error, "path", None)
+    problem = getattr(error, "problem", None)
+    try:
+        if isinstance(path, str) and isinstance(problem, str):  # respc's TemplateError
+            return type(error)(f"{where}: {path}" if path else where, problem, getattr(error, "parts", ()))
+        return type(error)(f"{where}: {error}")
+    except Exception:  # a class that takes other arguments
+        return ValueError(f"{where}: {error}")
+
+
 def choose_template(tokenizer: Any = None) -> CompiledTemplate:
     """The response template respc parses the served model's output with (see the module
     docstring for the order; ``respc.integrations._common.resolve``, as the vLLM plugin
@@ -101,11 +114,7 @@ def choose_template(tokenizer: Any = None) -> CompiledTemplate:
         if value is None and env is None:  # nothing named a template: say what to do
             raise TemplateNotChosen(str(error)) from error
         where = "the tokenizer's response_template" if value is not None else f"{ENV}={env!r}"
-        try:
-            again = type(error)(f"{where}: {error}")
-        except Exception:  # an error class that takes other arguments
-            raise error from None
-        raise again from error
+        raise _placed(error, where) from error
     if tokenizer is not None:
         try:
             tokenizer._respc_template = compiled
