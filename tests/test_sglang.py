@@ -207,7 +207,8 @@ def test_calls_to_undeclared_tools_dropped_as_sglang_drops_them(monkeypatch, per
     tokenizer = _Tokenizer([prefix + output], template)
     tools = samples["tools"]
     assert "launch" not in {tool["function"]["name"] for tool in tools}
-    deltas = driver.stream(_deltas(tokenizer, output, per), tokenizer=tokenizer, prefix=prefix, tools=copy.deepcopy(tools))
+    deltas = driver.stream(_deltas(tokenizer, output, per), tokenizer=tokenizer, prefix=prefix,
+                           tools=copy.deepcopy(tools))
     got = _plain(_accumulate(deltas))
     whole = _plain(driver.whole(output, tokenizer=tokenizer, prefix=prefix, tools=copy.deepcopy(tools)))
     for message in (got, whole):
@@ -330,7 +331,8 @@ def test_a_reasoning_field_named_thinking_streams_as_reasoning(monkeypatch, tmp_
     deltas = driver.stream(_deltas(tokenizer, case["output"], 4), tokenizer=tokenizer, prefix=case["prefix"],
                            tools=copy.deepcopy(samples["tools"]))
     assert _plain(_accumulate(deltas)) == expected
-    got = driver.whole(case["output"], tokenizer=tokenizer, prefix=case["prefix"], tools=copy.deepcopy(samples["tools"]))
+    got = driver.whole(case["output"], tokenizer=tokenizer, prefix=case["prefix"],
+                       tools=copy.deepcopy(samples["tools"]))
     assert _plain(got) == expected
 
 

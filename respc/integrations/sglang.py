@@ -16,7 +16,12 @@ attribute, or ``init_kwargs["response_template"]``: a template dict, a bundled n
 path), else the environment variable ``RESPC_TEMPLATE`` (a bundled name or a path to a
 template JSON or a ``tokenizer_config.json``), else ``respc.for_model(tokenizer)`` where this
 respc has it (the bundled family detected from the chat template); else the server stops at
-startup with an error that names ``RESPC_TEMPLATE``.
+startup with an error that names ``RESPC_TEMPLATE``. It is resolved by
+``respc.integrations._common.resolve``, as the vLLM plugin resolves it: a reasoning field
+named ``thinking`` streams as reasoning.
+
+As SGLang's own detectors do, a call to a tool the request does not declare is dropped
+unless ``SGLANG_FORWARD_UNKNOWN_TOOLS`` is set (a request without tools keeps every call).
 
 **One parse per output.** SGLang runs the reasoning parser on each delta first and hands the
 text it calls normal to the tool-call parser. The respc reasoning detector parses the output
