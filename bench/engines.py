@@ -13,6 +13,9 @@ parsers), in the same 4-character chunks:
 
 * **per chunk**: µs per chunk of a whole stream (the parsers made beforehand, their end
   parse included); the target is respc's plugin at least 5x below the engine's own parser;
+  beside it respc's ``DeltaParser`` alone on the same chunks (what the plugin wraps), and
+  **setup**: µs to make the pair for one request (respc's reasoning detector makes its
+  ``DeltaParser`` then, so the per-chunk figure leaves that out as it leaves out SGLang's);
 * **one-shot**: µs per output of the engine's ``detect_and_parse`` (reasoning, then tool
   calls) against respc's whole parse with ``respc.openai.to_message`` (the OpenAI message
   the plugin hands SGLang) and against the plugin's own ``detect_and_parse`` pair; the
@@ -120,6 +123,36 @@ def run_stream(names, tok, prefix, tools, chunks) -> float:
     return perf() - start
 
 
+def run_setup(names, tok, prefix, tools) -> float:
+    """Seconds to make the pair for one request (what ``run_stream`` leaves out): SGLang's
+    wrappers and detectors; respc's reasoning detector makes its ``DeltaParser`` here."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    tool_name, reasoning_name = names
+    request = driver.request_of(prefix, tools)  # (the server's, before the parsers)
+    effective = driver.tools_of(tools)
+    prompt = driver._prompt(prefix)
+    start = perf()
+    if reasoning_name:
+        ReasoningParser(reasoning_name, True, None, request, tokenizer=tok, tool_call_parser_active=True)
+    FunctionCallParser(tools=effective, tool_call_parser=tool_name, tokenizer=tok, **prompt)
+    return perf() - start
+
+
+def run_delta(compiled, prefix, tools, chunks) -> float:
+    """Seconds for one stream through ``respc.openai.DeltaParser`` alone (made beforehand):
+    the parse the plugin wraps, without SGLang's wrappers and result objects."""
+    from respc.openai import DeltaParser
+
+    parser = DeltaParser(compiled, prefix=prefix, tools=tools, on_malformed="event")
+    start = perf()
+    for delta in chunks:
+        parser.feed(delta)
+    parser.finish()
+    return perf() - start
+
+
 def run_whole_engine_once(names, tok, prefix, tools, text) -> float:
     """The engine's one-shot parse: the reasoning detector's ``detect_and_parse``, then
     the tool detector's on its normal text."""
@@ -209,9 +242,10 @@ def main() -> None:
     print(f"respc {respc.__version__} ({runtime} runtime), SGLang {_sglang_version()}")
     print(f"{repeats} interleaved rounds; µs medians; ratio = engine / respc (targets: per chunk >= 5x, one-shot >= 2x)")
     print()
-    print(f"| family | SGLang parsers | per chunk: SGLang | respc plugin | ratio | one-shot: SGLang detect_and_parse "
-          "| respc parse+to_message | ratio | plugin detect_and_parse | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| family | SGLang parsers | per chunk: SGLang | respc plugin | ratio | DeltaParser alone "
+          "| one-shot: SGLang detect_and_parse | respc parse+to_message | ratio | plugin detect_and_parse | ratio "
+          "| setup per request: SGLang | respc plugin |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     sized = []
     for family in families:
         names = ENGINE[family]
@@ -219,7 +253,8 @@ def main() -> None:
         compiled = respc.load(family)
         tok = _Tok(compiled.template)
         cases = [c for c in samples["cases"] if not c.get("cut")]
-        totals = {"engine": [], "respc": [], "whole_engine": [], "whole_respc": [], "whole_plugin": []}
+        totals = {"engine": [], "respc": [], "delta": [], "whole_engine": [], "whole_respc": [], "whole_plugin": [],
+                  "setup_engine": [], "setup_respc": []}
         n_chunks = 0
         for case in cases:
             tools = samples.get("tools") if case.get("tools", True) else None
@@ -230,9 +265,12 @@ def main() -> None:
             runners = {
                 "engine": lambda: run_stream(names, tok, prefix, t, chunks),
                 "respc": lambda: run_stream(("respc", "respc"), tok, prefix, t, chunks),
+                "delta": lambda: run_delta(compiled, prefix, t, chunks),
                 "whole_engine": lambda: run_whole_engine_once(names, tok, prefix, t, output),
                 "whole_respc": lambda: run_whole_respc(compiled, prefix, t, output),
                 "whole_plugin": lambda: run_whole_engine_once(("respc", "respc"), tok, prefix, t, output),
+                "setup_engine": lambda: run_setup(names, tok, prefix, t),
+                "setup_respc": lambda: run_setup(("respc", "respc"), tok, prefix, t),
             }
             try:
                 times = _interleave(runners, repeats)
@@ -245,13 +283,18 @@ def main() -> None:
             continue
         # per round: the sum over the family's samples
         rounds = {key: [sum(case[r] for case in totals[key]) for r in range(repeats)] for key in totals}
-        per_chunk = {k: statistics.median(rounds[k]) / n_chunks * 1e6 for k in ("engine", "respc")}
-        whole = {k: statistics.median(rounds[k]) / len(totals[k]) * 1e6 for k in ("whole_engine", "whole_respc", "whole_plugin")}
+        per_chunk = {k: statistics.median(rounds[k]) / n_chunks * 1e6 for k in ("engine", "respc", "delta")}
+        whole = {
+            k: statistics.median(rounds[k]) / len(totals[k]) * 1e6
+            for k in ("whole_engine", "whole_respc", "whole_plugin", "setup_engine", "setup_respc")
+        }
         label = names[0] + (f" + {names[1]}" if names[1] else "")
         print(f"| {family} | {label} | {per_chunk['engine']:.1f} | {per_chunk['respc']:.1f} | "
-              f"{_ratio(rounds, 'engine', 'respc'):.1f}x | {whole['whole_engine']:.1f} | {whole['whole_respc']:.1f} | "
+              f"{_ratio(rounds, 'engine', 'respc'):.1f}x | {per_chunk['delta']:.1f} | "
+              f"{whole['whole_engine']:.1f} | {whole['whole_respc']:.1f} | "
               f"{_ratio(rounds, 'whole_engine', 'whole_respc'):.2f}x | {whole['whole_plugin']:.1f} | "
-              f"{_ratio(rounds, 'whole_engine', 'whole_plugin'):.2f}x |", flush=True)
+              f"{_ratio(rounds, 'whole_engine', 'whole_plugin'):.2f}x | {whole['setup_engine']:.1f} | "
+              f"{whole['setup_respc']:.1f} |", flush=True)
         if family in ("qwen3", "kimi-k2", "gpt-oss", "qwen3-coder", "deepseek-v3.1"):
             sized.append((family, names, samples, tok))
     print()

@@ -174,15 +174,50 @@ def _check_family(name: str) -> int:
     return checked
 
 
+@pytest.fixture
+def forward_unknown(monkeypatch):
+    """Calls to undeclared tools kept (SGLANG_FORWARD_UNKNOWN_TOOLS), as respc's message
+    keeps them: some samples call one (a cut call, Command R+'s directly-answer)."""
+    monkeypatch.setenv("SGLANG_FORWARD_UNKNOWN_TOOLS", "1")
+
+
 @pytest.mark.parametrize("name", QUICK)
-def test_family_through_sglang(name):
+def test_family_through_sglang(name, forward_unknown):
     assert _check_family(name) > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in FAMILIES if name not in QUICK])
-def test_every_family_through_sglang(name):
+def test_every_family_through_sglang(name, forward_unknown):
     assert _check_family(name) > 0
+
+
+@pytest.mark.parametrize("per", [1, 4])
+def test_calls_to_undeclared_tools_dropped_as_sglang_drops_them(monkeypatch, per):
+    """Without SGLANG_FORWARD_UNKNOWN_TOOLS, SGLang's detectors drop a call to a tool the
+    request does not declare: so does respc's (streamed and not), and the next call takes
+    its index; with no tools declared every call is kept."""
+    monkeypatch.delenv("SGLANG_FORWARD_UNKNOWN_TOOLS", raising=False)
+    template, samples = _load("qwen3")
+    prefix = next(c for c in samples["cases"] if c["name"] == "content_before_call")["prefix"]
+    output = (
+        'Two calls.\n<tool_call>\n{"name": "launch", "arguments": {"x": 1}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
+    )
+    tokenizer = _Tokenizer([prefix + output], template)
+    tools = samples["tools"]
+    assert "launch" not in {tool["function"]["name"] for tool in tools}
+    deltas = driver.stream(_deltas(tokenizer, output, per), tokenizer=tokenizer, prefix=prefix,
+                           tools=copy.deepcopy(tools))
+    got = _plain(_accumulate(deltas))
+    whole = _plain(driver.whole(output, tokenizer=tokenizer, prefix=prefix, tools=copy.deepcopy(tools)))
+    for message in (got, whole):
+        assert message["tool_calls"] == [{"name": "get_weather", "arguments": '{"location": "Paris"}'}]
+        assert message["content"] == "Two calls."
+    assert all(call["index"] == 0 for delta in deltas for call in delta.get("tool_calls", ()))
+    kept = _plain(_accumulate(driver.stream(_deltas(tokenizer, output, per), tokenizer=tokenizer, prefix=prefix,
+                                            tools=None)))
+    assert [call["name"] for call in kept["tool_calls"]] == ["launch", "get_weather"]
 
 
 def test_registered_in_both_tables():
@@ -201,13 +236,15 @@ def test_the_pair_parses_each_output_once(monkeypatch):
     case = next(c for c in samples["cases"] if c["name"] == "content_before_call")
     tokenizer = _Tokenizer([case["prefix"] + case["output"]], template)
     made = []
-    original = plugin._Stream.__init__
 
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        original(self, *args, **kwargs)
+    class Counting(plugin.DeltaParser):
+        __slots__ = ()
 
-    monkeypatch.setattr(plugin._Stream, "__init__", counting)
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(plugin, "DeltaParser", Counting)
     deltas = driver.stream(_deltas(tokenizer, case["output"], 1), tokenizer=tokenizer, prefix=case["prefix"],
                            tools=samples["tools"])
     assert len(made) == 1
@@ -268,3 +305,41 @@ def test_sglang_loads_the_plugin_from_its_entry_point():
     load_plugins()
     assert "respc" in FunctionCallParser.ToolCallParserEnum and "respc" in ReasoningParser.DetectorMap
     plugin.register()
+
+
+def _thinking(template: dict) -> dict:
+    """``template`` with its reasoning field named ``thinking`` (as some templates on the Hub
+    and transformers' docs name it)."""
+    out = copy.deepcopy(template)
+    out["fields"] = {("thinking" if k == "reasoning_content" else k): v for k, v in out["fields"].items()}
+    return out
+
+
+@pytest.mark.parametrize("source", ["tokenizer", "environment"])
+def test_a_reasoning_field_named_thinking_streams_as_reasoning(monkeypatch, tmp_path, source):
+    template, samples = _load("qwen3")
+    case = next(c for c in samples["cases"] if c["name"] == "content_before_call")
+    renamed = _thinking(template)
+    tokenizer = _Tokenizer([case["prefix"] + case["output"]], renamed)
+    if source == "environment":  # a template file named by RESPC_TEMPLATE, the tokenizer without one
+        path = tmp_path / "thinking.json"
+        path.write_text(json.dumps(renamed), encoding="utf-8")
+        tokenizer.response_template = None
+        monkeypatch.setenv(plugin.ENV, str(path))
+    expected = _plain(_respc_message(template, case["prefix"], case["output"], samples["tools"]))
+    assert expected.get("reasoning_content")
+    deltas = driver.stream(_deltas(tokenizer, case["output"], 4), tokenizer=tokenizer, prefix=case["prefix"],
+                           tools=copy.deepcopy(samples["tools"]))
+    assert _plain(_accumulate(deltas)) == expected
+    got = driver.whole(case["output"], tokenizer=tokenizer, prefix=case["prefix"],
+                       tools=copy.deepcopy(samples["tools"]))
+    assert _plain(got) == expected
+
+
+def test_a_template_that_does_not_compile_says_where_it_came_from(monkeypatch, tmp_path):
+    class Bare:
+        init_kwargs: dict = {}
+
+    monkeypatch.setenv(plugin.ENV, str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match=plugin.ENV):
+        plugin.choose_template(Bare())

@@ -7,7 +7,7 @@ import copy
 import os
 from typing import Any
 
-from ..api import CompiledTemplate, compile_template
+from ..api import CompiledTemplate, compile_template, resolve_template
 
 #: the environment variable naming the template (a bundled name or a JSON file's path)
 ENV = "RESPC_TEMPLATE"
@@ -69,7 +69,9 @@ def resolve(tokenizer: Any = None, template: Any = None, *, who: str = "respc") 
             f"(attribute or tokenizer_config.json) and {ENV} is not set; set {ENV} to a bundled "
             "template's name (`respc list`) or to a template JSON file's path"
         )
-    if isinstance(template, dict):
+    if isinstance(template, (str, os.PathLike)):  # a bundled name or a template file's path
+        template = resolve_template(template)
+    if isinstance(template, dict):  # (a file's template may name its reasoning `thinking` too)
         template = reasoning_as_reasoning_content(template)
     return compile_template(template)
 

@@ -16,7 +16,12 @@ attribute, or ``init_kwargs["response_template"]``: a template dict, a bundled n
 path), else the environment variable ``RESPC_TEMPLATE`` (a bundled name or a path to a
 template JSON or a ``tokenizer_config.json``), else ``respc.for_model(tokenizer)`` where this
 respc has it (the bundled family detected from the chat template); else the server stops at
-startup with an error that names ``RESPC_TEMPLATE``.
+startup with an error that names ``RESPC_TEMPLATE``. It is resolved by
+``respc.integrations._common.resolve``, as the vLLM plugin resolves it: a reasoning field
+named ``thinking`` streams as reasoning.
+
+As SGLang's own detectors do, a call to a tool the request does not declare is dropped
+unless ``SGLANG_FORWARD_UNKNOWN_TOOLS`` is set (a request without tools keeps every call).
 
 **One parse per output.** SGLang runs the reasoning parser on each delta first and hands the
 text it calls normal to the tool-call parser. The respc reasoning detector parses the output
@@ -39,15 +44,15 @@ prompt prefix reaches them, and output keeps special tokens only where the reque
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import os
-import re
 from typing import Any
 
-from ..api import CompiledTemplate, compile_template, resolve_template
+from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
-from ._common import tool_dicts
+from ._common import resolve, tokenizer_template, tool_dicts
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
 
@@ -57,63 +62,64 @@ NAME = "respc"
 ENV = "RESPC_TEMPLATE"
 
 
+# -- the template ------------------------------------------------------------------------
+
+
 class TemplateNotChosen(ValueError):
     """No response template for the served model: the tokenizer has none, ``RESPC_TEMPLATE``
     is not set, and respc could not tell the model's family."""
 
 
-# -- the template ------------------------------------------------------------------------
-
 _CHOSEN: dict[tuple, CompiledTemplate] = {}
 
 
-def _template_of(value: Any, where: str) -> CompiledTemplate:
-    try:
+def _tokenizer_value(tokenizer: Any) -> Any:
+    """The tokenizer's own ``response_template``: a dict (see ``_common.tokenizer_template``),
+    or a bundled name or a path as a str (the attribute or ``init_kwargs``), or None."""
+    if tokenizer is None:
+        return None
+    found = tokenizer_template(tokenizer)
+    if found is not None:
+        return found
+    for value in (getattr(tokenizer, "response_template", None),
+                  (getattr(tokenizer, "init_kwargs", None) or {}).get("response_template")):
         if isinstance(value, (str, os.PathLike)):
-            value = resolve_template(value)
-        return compile_template(value)
-    except Exception as error:
-        raise type(error)(f"{where}: {error}") if isinstance(error, ValueError) else error
+            return value
+    return None
+
+
+def _placed(error: ValueError, where: str) -> ValueError:
+    """``error`` of the same class, its message starting with ``where`` (a TemplateError
+    keeps its path and problem); a plain ValueError where the class cannot be remade."""
+    path = getattr(error, "path", None)
+    problem = getattr(error, "problem", None)
+    try:
+        if isinstance(path, str) and isinstance(problem, str):  # respc's TemplateError
+            return type(error)(f"{where}: {path}" if path else where, problem, getattr(error, "parts", ()))
+        return type(error)(f"{where}: {error}")
+    except Exception:  # a class that takes other arguments
+        return ValueError(f"{where}: {error}")
 
 
 def choose_template(tokenizer: Any = None) -> CompiledTemplate:
     """The response template respc parses the served model's output with (see the module
-    docstring for the order); compiled once per tokenizer and setting."""
+    docstring for the order; ``respc.integrations._common.resolve``, as the vLLM plugin
+    resolves it), compiled once per tokenizer and value of ``RESPC_TEMPLATE``. A reasoning
+    field named ``thinking`` streams as reasoning. Raises :class:`TemplateNotChosen` when
+    nothing names a template."""
     env = os.environ.get(ENV) or None
     key = (id(tokenizer), env)
     found = _CHOSEN.get(key)
     if found is not None and (tokenizer is None or getattr(tokenizer, "_respc_template", None) is found):
         return found
-    template = getattr(tokenizer, "response_template", None) if tokenizer is not None else None
-    where = "tokenizer.response_template"
-    if template is None and tokenizer is not None:
-        template = (getattr(tokenizer, "init_kwargs", None) or {}).get("response_template")
-        where = "tokenizer init_kwargs['response_template']"
-    if template is not None:
-        compiled = _template_of(template, where)
-    elif env is not None:
-        compiled = _template_of(env, f"{ENV}={env!r}")
-    else:
-        for_model = None
-        if tokenizer is not None:
-            import respc
-
-            for_model = getattr(respc, "for_model", None)
-        compiled = None
-        if for_model is not None:
-            try:
-                compiled = for_model(tokenizer)
-            except Exception as error:  # the family could not be told: say what to do
-                raise TemplateNotChosen(
-                    f"respc could not tell the model's response template ({error}); set {ENV} to a "
-                    "bundled name (`respc list`) or a path to a template JSON"
-                ) from error
-        if compiled is None:
-            raise TemplateNotChosen(
-                f"respc has no response template for this model: the tokenizer has no "
-                f"response_template; set {ENV} to a bundled name (`respc list`, e.g. {ENV}=qwen3) "
-                "or a path to a template JSON or tokenizer_config.json"
-            )
+    value = _tokenizer_value(tokenizer)
+    try:
+        compiled = resolve(tokenizer, value, who="--tool-call-parser/--reasoning-parser respc")
+    except ValueError as error:
+        if value is None and env is None:  # nothing named a template: say what to do
+            raise TemplateNotChosen(str(error)) from error
+        where = "the tokenizer's response_template" if value is not None else f"{ENV}={env!r}"
+        raise _placed(error, where) from error
     if tokenizer is not None:
         try:
             tokenizer._respc_template = compiled
@@ -163,84 +169,78 @@ def _delimiter(field: dict | None, key: str) -> str:
     return _literal(field.get(f"{key}_pattern"))
 
 
+#: per template hash: (reasoning open, reasoning close, tool-call open, tool-call close or
+#: None without a tool_calls field): read once, not per request
+_DELIMITERS: dict[str, tuple[str, str, str, str | None]] = {}
+
+
+def _delimiters(compiled: CompiledTemplate) -> tuple[str, str, str, str | None]:
+    found = _DELIMITERS.get(compiled.hash)
+    if found is None:
+        fields = compiled.template.get("fields", {})
+        thinking, tools = fields.get("reasoning_content"), fields.get("tool_calls")
+        found = (
+            _delimiter(thinking, "open"),
+            _delimiter(thinking, "close"),
+            _delimiter(tools, "open") if tools is not None else "",
+            _delimiter(tools, "close") if tools is not None else None,
+        )
+        if len(_DELIMITERS) > 256:
+            _DELIMITERS.clear()
+        _DELIMITERS[compiled.hash] = found
+    return found
+
+
 # -- the shared parse ----------------------------------------------------------------------
 
+#: the respc reasoning detector that read the current choice's last delta, for the respc
+#: tool detector SGLang calls next with the normal text it returned (set once per stream
+#: and context; the detector itself holds what it read: ``_normal``, ``_calls``, ``_taken``)
+_HANDOFF: contextvars.ContextVar[Any] = contextvars.ContextVar("respc_sglang_handoff", default=None)
 
-class _Handoff:
-    """What a respc reasoning detector read of one delta, for the respc tool detector SGLang
-    calls next with the normal text: the content it returned as normal and the call deltas."""
-
-    __slots__ = ("source", "normal", "calls", "taken")
-
-    def __init__(self, source: Any, normal: str, calls: list):
-        self.source = source
-        self.normal = normal
-        self.calls = calls
-        self.taken = False
+#: a chunk's calls when it has none (never changed: SGLang's wrappers copy what they keep)
+_NO_CALLS: list = []
 
 
-_HANDOFF: contextvars.ContextVar[_Handoff | None] = contextvars.ContextVar("respc_sglang_handoff", default=None)
-
-
-def _hand_over(source: Any, normal: str, calls: list, add: bool = False) -> None:
-    """Leave what ``source`` read for the tool detector; with ``add`` (the end of the
-    stream), added to what its last chunk left when that was not taken yet (SGLang calls
-    the reasoning parser's chunk and end parses, then the tool parser once with both)."""
-    handoff = _HANDOFF.get()
-    if add and handoff is not None and handoff.source is source and not handoff.taken:
-        handoff.normal += normal
-        handoff.calls += calls
-    else:
-        _HANDOFF.set(_Handoff(source, normal, calls))
-
-
-class _Stream:
-    """One output through ``DeltaParser``: each feed's reasoning text, content text and call
-    deltas ``(index, name or None, arguments fragment)``."""
-
-    __slots__ = ("parser", "finished")
-
-    def __init__(self, compiled: CompiledTemplate, prefix: str | None, tools: list[dict] | None):
-        self.parser = DeltaParser(compiled, prefix=prefix, tools=tools, on_malformed="event")
-        self.finished = False
-
-    def _split(self, deltas: list[dict]) -> tuple[str, str, list[tuple[int, str | None, str]]]:
-        reasoning = content = ""
-        calls = []
-        for delta in deltas:
+def _split(deltas: list[dict]) -> tuple[str, str, list]:
+    """DeltaParser deltas as ``(reasoning, content, calls)``, the calls as ``(index, name
+    or None, arguments fragment)`` (a call's fragments in one feed joined)."""
+    if len(deltas) == 1:  # the common chunk: one delta of one kind
+        delta = deltas[0]
+        if len(delta) == 1:
             text = delta.get("content")
-            if text:
-                content += text
+            if text is not None:
+                return "", text, _NO_CALLS
             text = delta.get("reasoning_content")
-            if text:
-                reasoning += text
-            for call in delta.get("tool_calls") or ():
-                index = call["index"]
-                function = call.get("function") or {}
-                name = function.get("name")
-                fragment = function.get("arguments") or ""
-                if calls and calls[-1][0] == index and name is None and calls[-1][2] is not None:
-                    calls[-1] = (index, calls[-1][1], calls[-1][2] + fragment)
-                else:
-                    calls.append((index, name, fragment))
-        return reasoning, content, calls
-
-    def feed(self, text: str):
-        if self.finished or not text:
-            return "", "", []
-        return self._split(self.parser.feed(text))
-
-    def finish(self):
-        if self.finished:
-            return "", "", []
-        self.finished = True
-        deltas, _ = self.parser.finish()
-        return self._split(deltas)
+            if text is not None:
+                return text, "", _NO_CALLS
+    reasoning = content = ""
+    calls = _NO_CALLS
+    for delta in deltas:
+        text = delta.get("content")
+        if text:
+            content += text
+        text = delta.get("reasoning_content")
+        if text:
+            reasoning += text
+        for call in delta.get("tool_calls") or ():
+            if calls is _NO_CALLS:
+                calls = []
+            index = call["index"]
+            function = call.get("function") or {}
+            name = function.get("name")
+            fragment = function.get("arguments") or ""
+            if calls and calls[-1][0] == index and name is None:
+                calls[-1] = (index, calls[-1][1], calls[-1][2] + fragment)
+            else:
+                calls.append((index, name, fragment))
+    return reasoning, content, calls
 
 
 def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: list[dict] | None) -> tuple:
     """A whole output: ``(reasoning, content, calls)``, the calls as ``(index, name,
-    arguments text)``, as ``respc.openai.to_message`` writes them (SGLang makes the ids)."""
+    arguments text)``, as ``respc.openai.to_message`` writes them (SGLang makes the ids):
+    one parse of the whole text (``CompiledTemplate.parse``), no streaming machinery."""
     message, _errors = compiled.parse(text, prefix=prefix or "", tools=tools, on_malformed="collect")
     reasoning = message.get("reasoning_content")
     content = message.get("content")
@@ -252,7 +252,7 @@ def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: lis
             (index, function_name(call.get("function") if isinstance(call, dict) else None),
              arguments_text(call.get("function") if isinstance(call, dict) else call))
             for index, call in enumerate(calls)
-        ] if isinstance(calls, list) else [],
+        ] if isinstance(calls, list) and calls else _NO_CALLS,
     )
 
 
@@ -290,6 +290,88 @@ def _constructor(model: type, names: tuple[str, ...]):
     return direct if same else constructed
 
 
+class _ReasoningChunk:
+    """A streaming result of the respc reasoning detector: what SGLang's ``ReasoningParser``
+    reads of its ``StreamingParseResult`` (``normal_text``, ``reasoning_text``), made
+    without SGLang's class (a chunk's result is read once, then dropped)."""
+
+    __slots__ = ("normal_text", "reasoning_text")
+
+    def __init__(self, normal_text: str, reasoning_text: str):
+        self.normal_text = normal_text
+        self.reasoning_text = reasoning_text
+
+
+class _ToolChunk:
+    """A streaming result of the respc tool detector: what SGLang's ``FunctionCallParser``
+    reads of its ``StreamingParseResult`` (``normal_text``, ``calls``). SGLang's pydantic
+    model costs more to make than respc's parse of a chunk; the one-shot results
+    (``detect_and_parse``, whose calls the server may ``model_dump``) are SGLang's own."""
+
+    __slots__ = ("normal_text", "calls")
+
+    def __init__(self, normal_text: str, calls: list):
+        self.normal_text = normal_text
+        self.calls = calls
+
+
+class _CallDelta:
+    """A streamed call delta: what the server reads of SGLang's ``ToolCallItem``
+    (``tool_index``, ``name``, ``parameters``), with the ``model_copy`` and ``model_dump``
+    SGLang calls on them (``parse_non_stream(preserve_incomplete=True)``)."""
+
+    __slots__ = ("tool_index", "name", "parameters")
+
+    def __init__(self, tool_index: int, name: str | None, parameters: str):
+        self.tool_index = tool_index
+        self.name = name
+        self.parameters = parameters
+
+    def model_copy(self, *, update: dict | None = None, deep: bool = False) -> _CallDelta:
+        copy = _CallDelta(self.tool_index, self.name, self.parameters)
+        for key, value in (update or {}).items():
+            setattr(copy, key, value)
+        return copy
+
+    def model_dump(self, **_kwargs: Any) -> dict:
+        return {"tool_index": self.tool_index, "name": self.name, "parameters": self.parameters}
+
+    def __eq__(self, other: Any) -> bool:
+        return all(getattr(other, key, None) == getattr(self, key) for key in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"ToolCallItem(tool_index={self.tool_index!r}, name={self.name!r}, parameters={self.parameters!r})"
+
+
+_EMPTY_REASONING = _ReasoningChunk("", "")
+
+
+def _tool_names(tools: Any) -> set[str]:
+    """The names of a request's function tools (SGLang's ``Tool`` models or dicts, Chat
+    Completions or Responses API shapes), without converting them."""
+    names = set()
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else getattr(tool, "function", None)
+        if function is None:
+            name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+        else:
+            name = function.get("name") if isinstance(function, dict) else getattr(function, "name", None)
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+def _forward_unknown() -> bool:
+    """SGLang's ``SGLANG_FORWARD_UNKNOWN_TOOLS`` (its detectors drop a call to a tool the
+    request does not declare unless it is set)."""
+    try:
+        from sglang.srt.environ import envs
+
+        return bool(envs.SGLANG_FORWARD_UNKNOWN_TOOLS.get())
+    except Exception:  # an SGLang without it
+        return os.environ.get("SGLANG_FORWARD_UNKNOWN_TOOLS", "").strip().lower() in ("1", "true", "yes", "y")
+
+
 def _make_classes() -> tuple[type, type]:
     """Build the two detector classes on the installed SGLang's bases."""
     from sglang.srt.function_call.base_format_detector import BaseFormatDetector
@@ -309,11 +391,8 @@ def _make_classes() -> tuple[type, type]:
         plumbed = False
     from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
 
-    def reasoning_result(normal: str, reasoning: str):
-        return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
-
-    # the results as SGLang's pydantic models, made without validating what respc made
-    # (validation, even model_construct, costs more than a chunk's parse)
+    # the one-shot results as SGLang's pydantic models, made without validating what respc
+    # made (validation, even model_construct, costs more than the parse)
     result = _constructor(StreamingParseResult, ("normal_text", "calls"))
     item = _constructor(ToolCallItem, ("tool_index", "name", "parameters"))
 
@@ -333,9 +412,7 @@ def _make_classes() -> tuple[type, type]:
             **_ignored: Any,
         ):
             compiled = choose_template(tokenizer)
-            fields = compiled.template.get("fields", {})
-            thinking = fields.get("reasoning_content")
-            start, end = _delimiter(thinking, "open"), _delimiter(thinking, "close")
+            start, end, _open, _close = _delimiters(compiled)
             if not plumbed:
                 ReasoningBase.__init__(self, start, end, stream_reasoning=stream_reasoning)
             self.compiled = compiled
@@ -350,8 +427,16 @@ def _make_classes() -> tuple[type, type]:
             self._prefix = prefix or ""
             self._tools = tool_dicts(tools)
             self._force_nonempty_content = force_nonempty_content
-            self._stream: _Stream | None = None
+            # the stream's parser, made with the detector (SGLang makes one per choice)
+            self._parser = DeltaParser(compiled, prefix=self._prefix, tools=self._tools, on_malformed="event")
+            self._feed = self._parser.feed
+            self._done = False
             self._held_reasoning: list[str] = []
+            # what the last parse read, for the respc tool detector SGLang calls next
+            self._normal: str | None = None
+            self._calls: list = _NO_CALLS
+            self._taken = True
+            self._claimed = False  # a tool detector paired with this one: no hand-over var
 
         # what the server asks of the response-template kind
         def get_think_end_token_ids(self, tokenizer: Any) -> list[int]:
@@ -379,34 +464,75 @@ def _make_classes() -> tuple[type, type]:
         def get_answer_frame(self) -> None:
             return None
 
-        def _handoff(self, reasoning: str, content: str, calls: list, add: bool = False):
-            if not self.stream_reasoning:
-                if reasoning:
-                    self._held_reasoning.append(reasoning)
-                reasoning = ""
-            _hand_over(self, content, calls, add)
-            return reasoning_result(content, reasoning)
+        def _hand_over(self, normal: str, calls: list, add: bool = False) -> None:
+            """Leave what this parse read for the tool detector; with ``add`` (the end of
+            the stream), added to what the last chunk left when that was not taken yet
+            (SGLang calls the reasoning parser's chunk and end parses, then the tool
+            parser once with both)."""
+            if not self._claimed and _HANDOFF.get() is not self:
+                _HANDOFF.set(self)
+            if add and not self._taken:
+                normal = self._normal + normal
+                calls = self._calls + calls if calls else self._calls
+            self._normal = normal
+            self._calls = calls
+            self._taken = False
 
         def detect_and_parse(self, text: str):
             reasoning, content, calls = _whole(self.compiled, text, self._prefix, self._tools)
             if self._force_nonempty_content and not content:
                 content, reasoning = reasoning, ""
-            _hand_over(self, content, calls)
-            return reasoning_result(content, reasoning)
+            self._hand_over(content, calls)
+            return ReasoningResult(normal_text=content, reasoning_text=reasoning)
 
         def parse_streaming_increment(self, new_text: str):
-            if self._stream is None:
-                self._stream = _Stream(self.compiled, self._prefix, self._tools)
-            return self._handoff(*self._stream.feed(new_text))
+            # (the hand-over inlined: this runs once per chunk)
+            if not self._claimed and _HANDOFF.get() is not self:
+                _HANDOFF.set(self)
+            self._taken = False
+            if self._done or not new_text:
+                deltas = None
+            else:
+                deltas = self._feed(new_text)
+            if not deltas:
+                self._normal = ""
+                self._calls = _NO_CALLS
+                return _EMPTY_REASONING
+            if len(deltas) == 1:  # the common chunks: one delta of one kind
+                delta = deltas[0]
+                if len(delta) == 1:
+                    text = delta.get("content")
+                    if text is not None:
+                        self._normal = text
+                        self._calls = _NO_CALLS
+                        return _ReasoningChunk(text, "")
+                    calls = delta.get("tool_calls")
+                    if calls is not None and len(calls) == 1:  # an argument fragment
+                        call = calls[0]
+                        function = call.get("function")
+                        if len(call) == 2 and function is not None and len(function) == 1:
+                            self._normal = ""
+                            self._calls = [(call["index"], None, function.get("arguments") or "")]
+                            return _EMPTY_REASONING
+            reasoning, content, calls = _split(deltas)
+            self._normal = content
+            self._calls = calls
+            if reasoning and not self.stream_reasoning:
+                self._held_reasoning.append(reasoning)
+                reasoning = ""
+            return _ReasoningChunk(content, reasoning)
 
         def finish(self):
-            if self._stream is None:
-                self._stream = _Stream(self.compiled, self._prefix, self._tools)
-            reasoning, content, calls = self._stream.finish()
+            if self._done:
+                self._hand_over("", _NO_CALLS, add=True)
+                return _EMPTY_REASONING
+            self._done = True
+            reasoning, content, calls = _split(self._parser.finish()[0])
             if not self.stream_reasoning:
                 reasoning, self._held_reasoning = "".join(self._held_reasoning) + reasoning, []
                 self.stream_reasoning = True
-            return self._handoff(reasoning, content, calls, add=True)
+            self._hand_over(content, calls, add=True)
+            return _ReasoningChunk(content, reasoning)
 
     class RespcToolDetector(ToolBase):
         """SGLang tool-call detector ``respc``: the calls the respc reasoning detector read of
@@ -427,24 +553,38 @@ def _make_classes() -> tuple[type, type]:
             compiled = choose_template(tokenizer)
             self.compiled = compiled
             self.response_template = compiled.template
-            tool_field = compiled.template.get("fields", {}).get("tool_calls")
-            if tool_field is None:
+            _start, _end, opener, close = _delimiters(compiled)
+            if close is None:
                 raise ValueError(
                     f"respc: the template {compiled.name or compiled.hash[:12]!r} has no tool_calls field: "
                     "serve it without --tool-call-parser respc"
                 )
-            close = _delimiter(tool_field, "close")
             self.tool_close_literals = [close] if close else []
-            self.bot_token = _delimiter(tool_field, "open")
+            self.bot_token = opener
             self.eot_token = close
             self.incomplete_tool_call_indices: set[int] = set()
             self._prefix = prefix or ""
-            self._tools = tool_dicts(tools)
+            self._request_tools = tools
+            self._tool_list: list[dict] | None | bool = False  # (tool_dicts, made when needed)
+            # the declared tools' names, unless SGLANG_FORWARD_UNKNOWN_TOOLS (or no tools:
+            # then every call is the message's, as respc's message has them)
+            self._known: set[str] | None = None
+            if tools and not _forward_unknown():
+                self._known = _tool_names(tools) or None
             self._constrained = constrained
-            self._stream: _Stream | None = None
+            self._stream: Any = None  # the own parse (DeltaParser), without a paired one
             self._pieces: list[list[str]] = []  # per call, the argument fragments sent
+            self._index: dict[int, int] = {}  # respc's call index -> the index sent (-1: dropped)
             self._paired: Any = None  # the reasoning detector whose parse this one takes
-            self._last: tuple[str, dict] | None = None  # (text, message) of a whole parse
+            self._last: tuple[str, tuple] | None = None  # (text, parse) of a whole parse
+
+        @property
+        def _tools(self) -> list[dict] | None:
+            """The request's tools as dicts, made when this detector parses itself (a paired
+            one never does: the reasoning detector's parse types the arguments)."""
+            if self._tool_list is False:
+                self._tool_list = tool_dicts(self._request_tools)
+            return self._tool_list
 
         @classmethod
         def parses_without_tools(cls) -> bool:
@@ -456,33 +596,43 @@ def _make_classes() -> tuple[type, type]:
                 self._last = (text, _whole(self.compiled, text, self._prefix, self._tools))
             return self._last[1]
 
-        def _from_reasoning(self, text: str) -> _Handoff | None:
-            handoff = _HANDOFF.get()
-            if (
-                handoff is not None
-                and not handoff.taken
-                and handoff.normal == text
-                and (self._paired is None or handoff.source is self._paired)
-            ):
+        def _from_reasoning(self, text: str) -> Any:
+            """The paired reasoning detector (or, before one is paired and without an own
+            parse, the one of the hand-over variable) when it handed over ``text``."""
+            handoff = self._paired
+            if handoff is None:
+                if self._stream is not None:
+                    return None
+                handoff = _HANDOFF.get()
+                if handoff is None:
+                    return None
+            if not handoff._taken and (handoff._normal is text or handoff._normal == text):
                 return handoff
             return None
+
+        def _known_calls(self, calls: list) -> list:
+            """Whole calls without those to undeclared tools (see ``_known``), renumbered."""
+            if self._known is None or not calls:
+                return calls
+            kept = [call for call in calls if call[1] in self._known]
+            return [(index, name, args) for index, (_i, name, args) in enumerate(kept)]
 
         def has_tool_call(self, text: str) -> bool:
             handoff = self._from_reasoning(text)
             if handoff is not None:
-                return bool(handoff.calls)
+                return bool(handoff._calls)
             return bool(self._message(text)[2])
 
         def detect_and_parse(self, text: str, tools: Any):
             handoff = self._from_reasoning(text)
             if handoff is not None:
-                handoff.taken = True
-                calls = handoff.calls
+                handoff._taken = True
+                calls = handoff._calls
                 normal = text
             else:
                 reasoning, content, calls = self._message(text)
                 normal = reasoning + content
-            return result(normal, [item(index, name, args) for index, name, args in calls])
+            return result(normal, [item(index, name, args) for index, name, args in self._known_calls(calls)])
 
         # -- streaming
         def _items(self, calls: list) -> list:
@@ -490,43 +640,85 @@ def _make_classes() -> tuple[type, type]:
             # each to a growing string would copy the argument per chunk (not flat)
             items = []
             pieces = self._pieces
+            remap = self._index
             for index, name, fragment in calls:
-                while len(self.streamed_args_for_tool) <= index:
+                if name is not None:  # a call's first delta
+                    if self._known is not None and name not in self._known:
+                        remap[index] = -1  # a call to an undeclared tool: not sent
+                        continue
+                    remap[index] = sent = len(pieces)
+                    index = sent
                     self.streamed_args_for_tool.append("")
-                    self.prev_tool_call_arr.append({})
+                    self.prev_tool_call_arr.append({"name": name, "arguments": ""})
                     pieces.append([])
-                if name is not None:
-                    self.prev_tool_call_arr[index] = {"name": name, "arguments": ""}
                     self.incomplete_tool_call_indices.add(index)
                     self.current_tool_id = index
                     self.current_tool_name_sent = True
+                else:
+                    index = remap.get(index, -1)
+                    if index < 0:
+                        continue
                 if fragment:
                     pieces[index].append(fragment)
-                items.append(item(index, name, fragment))
+                items.append(_CallDelta(index, name, fragment))
             return items
+
+        def _own(self, new_text: str, final: bool) -> tuple[str, list]:
+            """This detector's own parse of the raw output (no respc reasoning detector
+            before it): the reasoning stays text, without its delimiters."""
+            stream = self._stream
+            if stream is None:
+                stream = self._stream = DeltaParser(
+                    self.compiled, prefix=self._prefix, tools=self._tools, on_malformed="event"
+                )
+            if final:
+                if self._settled:
+                    return "", _NO_CALLS
+                deltas = stream.finish()[0]
+            elif not new_text or self._settled:
+                return "", _NO_CALLS
+            else:
+                deltas = stream.feed(new_text)
+                if not deltas:
+                    return "", _NO_CALLS
+            reasoning, content, calls = _split(deltas)
+            return reasoning + content, calls
+
+        def parse_streaming_increment(self, new_text: str, tools: Any):
+            paired = self._paired
+            if (
+                paired is not None
+                and not paired._taken
+                and (paired._normal is new_text or paired._normal == new_text)
+            ):  # the paired parse handed this text over: its calls (most chunks)
+                paired._taken = True
+                calls = paired._calls
+                return _ToolChunk(new_text, self._items(calls) if calls else _NO_CALLS)
+            return self._step(new_text, False)
 
         def _step(self, new_text: str, final: bool):
             handoff = self._from_reasoning(new_text)
-            if handoff is not None and self._stream is None:
-                handoff.taken = True
-                self._paired = handoff.source
-                normal, calls = new_text, handoff.calls
+            if handoff is not None:
+                handoff._taken = True
+                handoff._claimed = True
+                self._paired = handoff
+                normal, calls = new_text, handoff._calls
             elif self._paired is not None:  # the paired parse did not hand this text over
-                normal, calls = new_text, []
+                normal, calls = new_text, _NO_CALLS
             else:
-                if self._stream is None:
-                    self._stream = _Stream(self.compiled, self._prefix, self._tools)
-                # (unseparated: the reasoning stays text, without its delimiters)
-                reasoning, content, calls = self._stream.finish() if final else self._stream.feed(new_text)
-                normal = reasoning + content
-            items = self._items(calls)
+                normal, calls = self._own(new_text, final)
+            items = self._items(calls) if calls else _NO_CALLS
             if final:
                 self._settle()
-            return result(normal, items)
+                items = list(items)  # (the server adds other lists to it)
+            return _ToolChunk(normal, items)
+
+        _settled = False
 
         def _settle(self) -> None:
             """At the end, the arguments the server reads (prev_tool_call_arr) as values where
             the text sent is their canonical JSON: what was sent, nothing more to send."""
+            self._settled = True
             self.incomplete_tool_call_indices.clear()
             for index, parts in enumerate(self._pieces):
                 text = self.streamed_args_for_tool[index] = "".join(parts)
@@ -538,9 +730,6 @@ def _make_classes() -> tuple[type, type]:
                     continue
                 if json.dumps(value, ensure_ascii=False) == text:
                     call["arguments"] = value
-
-        def parse_streaming_increment(self, new_text: str, tools: Any):
-            return self._step(new_text, False)
 
         def finish(self, tools: Any):
             return self._step("", True)
@@ -613,6 +802,10 @@ def _make_classes() -> tuple[type, type]:
 
     RespcReasoningDetector.__name__ = RespcReasoningDetector.__qualname__ = "RespcReasoningDetector"
     RespcToolDetector.__name__ = RespcToolDetector.__qualname__ = "RespcToolDetector"
+    # SGLang reads each detector class's signature per request (inspect.signature, which
+    # takes longer than making the detector): given once here
+    for cls in (RespcReasoningDetector, RespcToolDetector):
+        cls.__signature__ = inspect.signature(cls)
     return RespcReasoningDetector, RespcToolDetector
 
 
