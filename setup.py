@@ -15,15 +15,18 @@ Python sources instead (see respc/_native.py).
 
 With one generated module per bundled family (dozens), the build is kept short: the
 sources are translated to C only when build_ext runs (setup.py also runs to get the build
-requirements and the metadata), Cython and the C compiler run on every core, the
-generated modules are compiled with GENERATED_CFLAGS (see there), every module imports
-Cython's utility code from one shared extension (SHARED_UTILITY) instead of compiling its
-own copy, and each module's one-time setup code (its import-time initialisation) is
-compiled without optimisation (COLD_CODE_HEADER).
+requirements and the metadata), Cython and the C compiler run on every core at once
+(each module compiled as soon as Cython has translated it, the longest first), the
+runtime's modules at -O2 (CFLAGS) and the generated ones with GENERATED_CFLAGS (see
+there), every module imports Cython's utility code from one shared extension
+(SHARED_UTILITY) instead of compiling its own copy, and each module's one-time setup code
+(its import-time initialisation) is compiled without optimisation (COLD_CODE_HEADER).
+What each step saves and costs in parse speed: docs/performance.md, "Install time".
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import os
 import shutil
@@ -68,14 +71,19 @@ DIRECTIVES = {"language_level": 3, "annotation_typing": False, "embedsignature":
 GENERATED_DIRECTIVES = {"language_level": 3, "annotation_typing": True, "infer_types": True}
 #: gcc/clang flags after the interpreter's own (-O3 -g). No debug information, in any
 #: module: it takes a third of the compile time (RESPC_PURE_PYTHON=1 is the way to debug).
+#: The runtime's modules and SHARED_UTILITY at -O2: they parse and stream as fast as at -O3
+#: (callgrind: +0.3% instructions on the parse-and-stream workload of docs/performance.md,
+#: "Install time", within its noise) and compile in a fifth less time (the delta stream,
+#: the largest C file, in 10 s instead of 16).
 #: Generated modules at -Og: their time goes to the runtime and regex calls they make, so
-#: -Og, which compiles them in 30-40% less time than -O1, costs a parse-and-stream workload
-#: of four families +1.7% instructions (callgrind; docs/performance.md, "Install time").
-#: The delta stream (runtime/deltas.py, the largest C file) at -O2: it streams deltas as
-#: fast as at -O3 and compiles in 10 s instead of 16.
-CFLAGS = ["-g0"]
-GENERATED_CFLAGS = ["-Og", "-g0"]
-MODULE_CFLAGS = {"respc.runtime.deltas": ["-O2", "-g0"], SHARED_UTILITY: ["-O2", "-g0"]}
+#: -Og, which compiles them in 30-40% less time than -O1, costs that workload +1.7%
+#: instructions (-O0 would cost +11%). Without Cython's module-global cache
+#: (CYTHON_USE_DICT_VERSIONS: a global is then one dict lookup) and its inlined int fast
+#: paths (CYTHON_USE_PYLONG_INTERNALS: int arithmetic and comparisons call CPython's), a
+#: generated module compiles in 14% less time, for +2.4% instructions on that workload
+#: (+1.2% and +1.3% each); both only change how fast the same operations run.
+CFLAGS = ["-O2", "-g0"]
+GENERATED_CFLAGS = ["-Og", "-g0", "-DCYTHON_USE_DICT_VERSIONS=0", "-DCYTHON_USE_PYLONG_INTERNALS=0"]
 #: included first in every module's C (``-include``): Cython marks a module's one-time
 #: functions (the module's import-time body, its constants' set-up, its type set-up) with
 #: CYTHON_SMALL_CODE; gcc then compiles them unoptimised, which they run once at import
@@ -105,10 +113,10 @@ def _cores() -> int:
 class OptionalBuildExt(build_ext):
     """build_ext that leaves a module pure Python where it cannot be compiled.
 
-    It translates the modules to C first (``cythonize``), compiles on every core unless
-    told otherwise (``--parallel``/``-j``), and gives gcc-like compilers CFLAGS and, for the
-    generated modules, GENERATED_CFLAGS. SHARED_UTILITY is compiled first: every other
-    module imports it, so without it none is built.
+    It translates each module to C and compiles it, on every core unless told otherwise
+    (``--parallel``/``-j``; see build_extensions), and gives gcc-like compilers CFLAGS and,
+    for the generated modules, GENERATED_CFLAGS. Every module imports SHARED_UTILITY: if it
+    fails to compile, no other is kept.
     """
 
     def finalize_options(self) -> None:
@@ -120,65 +128,79 @@ class OptionalBuildExt(build_ext):
         if self.inplace and not _flag("RESPC_BUILD_INPLACE"):
             return  # an editable install: compiled modules would hide edits to the sources
         try:
-            self.cythonize()
-        except Exception as exc:  # noqa: BLE001
-            _warn(f"Cython failed ({exc})")
-            for ext in self.extensions:
-                self._drop_stale(ext)
-            return
-        try:
-            super().run()
+            super().run()  # sets up the compiler, then build_extensions
         except Exception as exc:  # noqa: BLE001 - no compiler: still a working install
             _warn(f"the compiled runtime could not be built ({exc})")
 
-    def cythonize(self) -> None:
-        """Translate each extension's Python source to C (under build/cython), in place:
-        the runtime's modules with DIRECTIVES, the generated ones with GENERATED_DIRECTIVES,
-        both importing SHARED_UTILITY's utility code (whose C Cython writes with the first)."""
-        from Cython.Build import cythonize
+    def build_extensions(self) -> None:
+        """Translate and compile every module, ``self.parallel`` at a time, longest first.
 
+        Each module is compiled as soon as Cython has translated it (the translations run in
+        a process pool, the compiles in threads that wait on them), so both stages keep every
+        core busy to the end instead of one waiting on the other. If Cython fails on any
+        module nothing is compiled; if SHARED_UTILITY fails to compile nothing is kept."""
+        self.check_extensions_list(self.extensions)
+        if self.compiler.compiler_type in _GCC_LIKE:
+            cold = ["-include", _stage_cold_code_header()]
+            for ext in self.extensions:
+                flags = GENERATED_CFLAGS if ext.name in GENERATED else CFLAGS
+                ext.extra_compile_args = [*ext.extra_compile_args, *flags, *cold]
+        jobs = self.parallel if isinstance(self.parallel, int) and self.parallel > 1 else 1
+        self._declarations = _stage_declarations()
+        order = sorted(self.extensions, key=_build_order)
+        failed: list[str] = []  # the translations that failed: then nothing is kept
+        translate = self._translator(jobs)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as threads:
+                built = dict(zip(
+                    [ext.name for ext in order],
+                    threads.map(lambda ext: self._translate_and_build(translate, ext, failed), order),
+                ))
+        finally:
+            getattr(translate, "shutdown", lambda: None)()
+        if failed or not built.get(SHARED_UTILITY, True):
+            if failed:
+                _warn(f"Cython failed ({failed[0]})")
+            for ext in self.extensions:  # the others cannot be imported without it
+                self._drop_stale(ext)
+
+    def _translator(self, jobs: int):
+        """A process pool for Cython (its translation is Python code: threads would take turns),
+        its workers started now, before any thread (they are forked); None where there is none."""
+        if jobs < 2:
+            return None
+        try:
+            pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+            pool.submit(int).result()  # starts the workers
+        except Exception:  # noqa: BLE001 - e.g. no semaphores here: translate in the threads
+            return None
+        return pool
+
+    def _translate_and_build(self, pool, ext: Extension, failed: list[str]) -> bool:
+        """Translate one module to C (in ``pool`` when there is one), then compile it."""
+        directives = GENERATED_DIRECTIVES if ext.name in GENERATED else DIRECTIVES
         options = {
-            "include_path": [_stage_declarations()],
+            "compiler_directives": directives,
+            "include_path": [self._declarations],
             "build_dir": "build/cython",
             "quiet": True,
             "force": True,
             "shared_utility_qualified_name": SHARED_UTILITY,
         }
-        jobs = self.parallel if self.parallel and self.parallel > 1 else 0
-        for directives, group in (
-            (DIRECTIVES, [ext for ext in self.extensions if ext.name in NATIVE or ext.name == SHARED_UTILITY]),
-            (GENERATED_DIRECTIVES, [ext for ext in self.extensions if ext.name in GENERATED]),
-        ):
-            if not group:
-                continue
-            try:
-                translated = cythonize(group, compiler_directives=directives, nthreads=jobs, **options)
-            except Exception:  # noqa: BLE001 - e.g. no process pool here: one process then
-                if not jobs:
-                    raise
-                translated = cythonize(group, compiler_directives=directives, **options)
-            sources = {ext.name: ext.sources for ext in translated}
-            for ext in group:
-                ext.sources = sources[ext.name]
-
-    def build_extensions(self) -> None:
-        if self.compiler.compiler_type in _GCC_LIKE:
-            cold = ["-include", _stage_cold_code_header()]
-            for ext in self.extensions:
-                flags = GENERATED_CFLAGS if ext.name in GENERATED else MODULE_CFLAGS.get(ext.name, CFLAGS)
-                ext.extra_compile_args = [*ext.extra_compile_args, *flags, *cold]
-        shared = [ext for ext in self.extensions if ext.name == SHARED_UTILITY]
-        rest = [ext for ext in self.extensions if ext.name != SHARED_UTILITY]
-        for ext in shared:  # first, alone: the others import it
-            if not self.build_extension(ext):
-                for other in rest:
-                    self._drop_stale(other)
-                return
-        self.extensions = rest
         try:
-            super().build_extensions()  # in parallel: the runtime's modules, the longest, first
-        finally:
-            self.extensions = shared + rest
+            from Cython.Build import cythonize
+
+            if pool is None:
+                translated = cythonize([ext], **options)
+            else:
+                translated = pool.submit(cythonize, [ext], **options).result()
+        except BaseException as exc:  # noqa: BLE001 - Cython reports it; nothing is compiled
+            failed.append(f"{ext.name}: {exc}")
+            return False
+        if failed:
+            return False
+        ext.sources = translated[0].sources
+        return self.build_extension(ext)
 
     def build_extension(self, ext: Extension) -> bool:
         """Compile one module; False (with a warning, and its stale build removed) if it fails."""
@@ -199,6 +221,14 @@ class OptionalBuildExt(build_ext):
         stale = self.get_ext_fullpath(ext.name)
         if os.path.exists(stale):
             os.remove(stale)
+
+
+def _build_order(ext: Extension) -> tuple[int, int]:
+    """Longest compile first, so that no core is left idle at the end: the runtime's modules
+    (the largest), then SHARED_UTILITY, then the generated modules, each group by source size."""
+    group = 1 if ext.name == SHARED_UTILITY else 2 if ext.name in GENERATED else 0
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), ext.sources[0])
+    return group, -(os.path.getsize(source) if os.path.isfile(source) else 0)
 
 
 def _stage_declarations() -> str:

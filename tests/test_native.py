@@ -162,63 +162,77 @@ def test_setup_compiles_the_runtime_and_every_generated_module(monkeypatch):
 
 
 def test_build_runs_on_every_core_with_the_generated_modules_flags(monkeypatch, tmp_path):
-    """build_ext compiles in parallel on every core by default, and gives gcc-like compilers
-    GENERATED_CFLAGS (-Og, no debug information) for the generated modules, CFLAGS for the
-    runtime's (MODULE_CFLAGS for the delta stream and the shared utility module: -O2), and
-    includes the header that compiles every module's one-time code unoptimised; other
-    compilers (MSVC) keep their defaults. The shared utility module is compiled first, alone,
-    then the rest in parallel."""
+    """build_ext translates and compiles in parallel on every core by default, each module
+    compiled as soon as it is translated, the longest first (the runtime's modules, the shared
+    utility module, then the generated ones, each group by source size). It gives gcc-like
+    compilers GENERATED_CFLAGS (-Og, no debug information, two of Cython's fast paths off) for the generated modules, CFLAGS
+    (-O2) for the others, and includes the header that compiles every module's one-time code
+    unoptimised; other compilers (MSVC) keep their defaults."""
     monkeypatch.chdir(tmp_path)  # (the header is written under build/cython)
     setup_py = _setup_py(monkeypatch)
-    assert setup_py.GENERATED_CFLAGS == ["-Og", "-g0"] and setup_py.CFLAGS == ["-g0"]
-    assert setup_py.MODULE_CFLAGS == {
-        "respc.runtime.deltas": ["-O2", "-g0"],
-        setup_py.SHARED_UTILITY: ["-O2", "-g0"],
-    }
+    assert setup_py.GENERATED_CFLAGS[:2] == ["-Og", "-g0"] and setup_py.CFLAGS == ["-O2", "-g0"]
     for compiler_type, expect_flags in (("unix", True), ("msvc", False)):
         exts = setup_py.extensions()
         command = _build_ext(setup_py, exts)
         assert command.parallel == setup_py._cores() >= 1
         command.compiler = types.SimpleNamespace(compiler_type=compiler_type)
+        command.parallel = 1  # (no process pool: the mock below is not picklable)
         built = []
-        with mock.patch.object(setup_py.build_ext, "build_extension", lambda self, ext: built.append(ext.name)):
-            with mock.patch.object(
-                setup_py.build_ext, "build_extensions", lambda self: built.append([e.name for e in self.extensions])
-            ):
-                command.build_extensions()
-        assert built == [setup_py.SHARED_UTILITY, [e.name for e in exts[1:]]]
+        with mock.patch.object(
+            setup_py.OptionalBuildExt, "_translate_and_build", lambda self, pool, ext, failed: built.append(ext.name) or True
+        ):
+            command.build_extensions()
+        runtime = sorted(_native.NATIVE_MODULES, key=lambda n: -os.path.getsize(ROOT / setup_py.NATIVE[n]))
+        generated = sorted(setup_py.GENERATED, key=lambda n: (-os.path.getsize(ROOT / setup_py.GENERATED[n]), n))
+        assert built == [*runtime, setup_py.SHARED_UTILITY, *generated]
         assert command.extensions == exts
         header = tmp_path / "build" / "cython" / "include" / "respc_cold_code.h"
         for ext in exts:
             generated = ext.name.startswith(_native.GENERATED_PACKAGE + ".")
-            runtime = setup_py.MODULE_CFLAGS.get(ext.name, setup_py.CFLAGS)
-            flags = [*(setup_py.GENERATED_CFLAGS if generated else runtime), "-include", str(header)] if expect_flags else []
+            flags = [*(setup_py.GENERATED_CFLAGS if generated else setup_py.CFLAGS), "-include", str(header)] if expect_flags else []
             assert ext.extra_compile_args == flags, (compiler_type, ext.name)
     assert header.read_text(encoding="utf-8") == setup_py.COLD_CODE_HEADER
     assert '#define CYTHON_SMALL_CODE __attribute__((cold, optimize("O0")))' in setup_py.COLD_CODE_HEADER
 
 
-def test_without_the_shared_utility_module_nothing_else_is_built(monkeypatch, tmp_path, capsys):
+def test_without_the_shared_utility_module_nothing_else_is_kept(monkeypatch, tmp_path, capsys):
     """Every compiled module imports the shared utility module: when it fails to compile, the
-    others are not compiled either (and an earlier build's are removed), so the install is a
-    working pure-Python one instead of extensions that cannot be imported."""
+    others' builds are removed (and an earlier build's too), so the install is a working
+    pure-Python one instead of extensions that cannot be imported. When Cython fails on any
+    module, nothing is compiled after it and nothing is kept."""
     monkeypatch.chdir(tmp_path)
     setup_py = _setup_py(monkeypatch)
-    exts = setup_py.extensions()
-    command = _build_ext(setup_py, exts)
-    command.compiler = types.SimpleNamespace(compiler_type="unix")
+    cython_build = pytest.importorskip("Cython.Build")
+    for failing in ("compile", "translate"):
+        exts = setup_py.extensions()
+        command = _build_ext(setup_py, exts)
+        command.compiler = types.SimpleNamespace(compiler_type="unix")
+        command.parallel = 1
+        compiled = []
 
-    def fail(self, ext):
-        raise RuntimeError("no compiler")
+        def compile_one(self, ext):
+            if ext.name == setup_py.SHARED_UTILITY and failing == "compile":
+                raise RuntimeError("no compiler")
+            compiled.append(ext.name)
 
-    dropped = []
-    monkeypatch.setattr(setup_py.OptionalBuildExt, "_drop_stale", lambda self, ext: dropped.append(ext.name))
-    with mock.patch.object(setup_py.build_ext, "build_extension", fail):
-        with mock.patch.object(setup_py.build_ext, "build_extensions") as rest:
+        def translate(modules, **options):
+            if modules[0].name == setup_py.SHARED_UTILITY and failing == "translate":
+                raise RuntimeError("bad source")
+            return modules
+
+        dropped = []
+        monkeypatch.setattr(setup_py.OptionalBuildExt, "_drop_stale", lambda self, ext: dropped.append(ext.name))
+        monkeypatch.setattr(cython_build, "cythonize", translate)
+        with mock.patch.object(setup_py.build_ext, "build_extension", compile_one):
             command.build_extensions()
-    rest.assert_not_called()
-    assert dropped == [e.name for e in exts]
-    assert f"{setup_py.SHARED_UTILITY} could not be compiled (no compiler)" in capsys.readouterr().err
+        assert set(dropped) == {e.name for e in exts}, failing
+        err = capsys.readouterr().err
+        if failing == "compile":
+            assert f"{setup_py.SHARED_UTILITY} could not be compiled (no compiler)" in err
+            assert len(compiled) == len(exts) - 1
+        else:
+            assert f"Cython failed ({setup_py.SHARED_UTILITY}: bad source)" in err
+            assert compiled == [e.name for e in sorted(exts, key=setup_py._build_order)][: len(_native.NATIVE_MODULES)]
 
 
 def test_editable_build_translates_nothing(monkeypatch):
@@ -227,7 +241,7 @@ def test_editable_build_translates_nothing(monkeypatch):
     command = _build_ext(setup_py, setup_py.extensions())
     command.inplace = True
     monkeypatch.delenv("RESPC_BUILD_INPLACE", raising=False)
-    with mock.patch.object(setup_py.OptionalBuildExt, "cythonize") as translate:
+    with mock.patch.object(setup_py.OptionalBuildExt, "build_extensions") as translate:
         with mock.patch.object(setup_py.build_ext, "run") as build:
             command.run()
     translate.assert_not_called()
