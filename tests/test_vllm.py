@@ -289,3 +289,31 @@ def test_split_parsers_on_their_own():
     assert reasoning.extract_reasoning(case["output"], request)[0] == want["reasoning"]
     assert not reasoning.is_reasoning_end(prompt_ids + tok.encode("<think>\nhm", add_special_tokens=False))
     assert reasoning.is_reasoning_end(tok.encode(case["prefix"] + case["output"], add_special_tokens=False))
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek-r1", "gpt-oss", "kimi-k2-thinking", "mistral-small-3.2"])
+def test_reasoning_tokens_counted(family):
+    """``count_reasoning_tokens`` (usage's reasoning_tokens): the output tokens inside the
+    reasoning respc parses, the same whether the server asks once at the end or after each
+    chunk (continuous usage), and 0 without reasoning."""
+    data = samples(family)
+    tok, parser_cls = _server(family)
+    for case in data["cases"]:
+        if case.get("cut"):
+            continue
+        tools = data["tools"] if case.get("tools", True) else None
+        prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+        output_ids = tok.encode(case["output"], add_special_tokens=False)
+        message = respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools)
+        parser = parser_cls(tok, tools)
+        parser.set_prompt_token_ids(prompt_ids)
+        whole = parser.count_reasoning_tokens(output_ids)
+        growing = [parser.count_reasoning_tokens(output_ids[: k + 3]) for k in range(0, len(output_ids), 3)]
+        assert growing[-1] == whole, (family, case["name"])
+        assert growing == sorted(growing), (family, case["name"])
+        reasoning = message.get("reasoning_content") or ""
+        if not reasoning:
+            assert whole == 0 or not reasoning.strip(), (family, case["name"], whole)
+        else:  # one character per token here: at least the reasoning's own (less the newlines
+            # that join its blocks, gpt-oss's analysis messages), at most the output's
+            assert len(reasoning) - reasoning.count("\n") <= whole <= len(output_ids), (family, case["name"], whole, len(reasoning))

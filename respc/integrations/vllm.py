@@ -321,6 +321,70 @@ def _ended(events: Iterable[dict], state: bool | None) -> bool | None:
     return state
 
 
+class _ReasoningCount:
+    """The reasoning tokens of one growing output (``count_reasoning_tokens``): each token's
+    text fed once to a parser that starts where the prompt leaves it; a token counts when
+    its text overlaps the inside of a reasoning region (between its delimiters; a region
+    still open reaches to the end). A token is counted once the parser's events cover its
+    text, so the count only grows as the output does (text the parser holds, a closer that
+    may be starting, is counted once it is decided)."""
+
+    def __init__(self, compiled: CompiledTemplate, prefix: str, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.parser = compiled.parser(prefix=prefix, spans=True, on_malformed="event")
+        self.at = self.start = len(type(self.parser).cut_prefix(prefix)) if prefix else 0
+        self.ids: list[int] = []
+        self.ends: list[int] = []  # each token's end in the parser's input
+        self.spans: list[tuple[int, float]] = []  # reasoning insides, closed
+        self.open: int | None = None  # where the open reasoning region's inside starts
+        self.known = 0  # the parser's events cover its input up to here
+        self.settled = 0  # tokens counted for good ...
+        self.settled_count = 0  # ... and how many of them are reasoning
+        self._track(self.parser.initial_events)
+
+    def continues(self, token_ids: Sequence[int]) -> bool:
+        n = len(self.ids)
+        return len(token_ids) >= n and list(token_ids[:n]) == self.ids
+
+    def count(self, token_ids: Sequence[int]) -> int:
+        new = list(token_ids[len(self.ids) :])
+        if new:
+            texts = [_token_text(self.tokenizer, token) for token in new]
+            for text in texts:
+                self.at += len(text)
+                self.ends.append(self.at)
+            self.ids.extend(new)
+            self._track(self.parser.feed("".join(texts)))
+        spans = self.spans if self.open is None else [*self.spans, (self.open, float("inf"))]
+        known, ends = self.known, self.ends
+        k, count = self.settled, self.settled_count
+        previous = ends[k - 1] if k else self.start
+        # the tokens the parser's events cover (past them it holds text a closer may start):
+        # each counts when [previous, end) overlaps a reasoning inside, once and for good
+        while k < len(ends) and ends[k] <= known:
+            end = ends[k]
+            count += any(a < end and previous < b for a, b in spans)
+            previous = end
+            k += 1
+        self.settled, self.settled_count = k, count
+        return count
+
+    def _track(self, events: Iterable[dict]) -> None:
+        for event in events:
+            end = event.get("end")
+            if end is None and event.get("type") == "region_chunk":
+                end = event.get("start", 0) + len(event.get("text", ""))
+            if end is not None and end > self.known:
+                self.known = end
+            if event.get("field") != "reasoning_content" or event.get("type") == "region_chunk":
+                continue
+            if event["type"] == "region_open":
+                self.open = event["end"]
+            elif self.open is not None:  # region_close / region_malformed
+                self.spans.append((self.open, event["start"] if event["type"] == "region_close" else self.known))
+                self.open = None
+
+
 class RespcReasoningParser(ReasoningParser):
     """The ``respc`` reasoning parser: where reasoning ends (for structured outputs and the
     server), and, on its own, reasoning and content from the output. Served together with
@@ -364,6 +428,16 @@ class RespcReasoningParser(ReasoningParser):
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         self._prefix = prompt_text(self.model_tokenizer, self.compiled, prompt_token_ids)
         self._stream = None
+        self._counter = None
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """As :meth:`RespcParser.count_reasoning_tokens`."""
+        if "reasoning_content" not in self.compiled.template.get("fields", {}):
+            return 0
+        counter = getattr(self, "_counter", None)
+        if counter is None or not counter.continues(token_ids):
+            counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
+        return counter.count(token_ids)
 
     @property
     def reasoning_start_str(self) -> str | None:
@@ -513,6 +587,7 @@ class RespcParser(Parser):
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
+        self._counter: _ReasoningCount | None = None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         ids = list(prompt_token_ids)
@@ -521,6 +596,7 @@ class RespcParser(Parser):
         self._prompt_ids = ids
         self._prefix = prompt_text(self.model_tokenizer, self.compiled, ids)
         self._stream = None
+        self._counter = None
         for split in (self._reasoning_parser, self._tool_parser):
             if split is not None:
                 split._prefix = self._prefix
@@ -532,6 +608,17 @@ class RespcParser(Parser):
         if self._reasoning_parser is None:
             return True
         return _reasoning_ended(self.compiled, prompt_text(self.model_tokenizer, self.compiled, input_ids))
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """The output tokens the template parses as reasoning (usage's
+        ``reasoning_tokens``), reasoning the prompt opened included; the server calls it with
+        the output so far, so each token is parsed once."""
+        if self._reasoning_parser is None or "reasoning_content" not in self.compiled.template.get("fields", {}):
+            return 0
+        counter = self._counter
+        if counter is None or not counter.continues(token_ids):
+            counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
+        return counter.count(token_ids)
 
     def _new_stream(self, request: Any, auto: bool) -> _Stream:
         return _Stream(
