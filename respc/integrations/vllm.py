@@ -203,6 +203,7 @@ class _Stream:
         self.tool_parser = tool_parser
         self.done = False
         self.last_text = ""
+        self.args: dict[int, list[str]] = {}  # each call's argument fragments as sent
 
     def restored(self, text: str, token_ids: Sequence[int]) -> str:
         """``text`` with the stop token vLLM left out of it put back."""
@@ -220,7 +221,9 @@ class _Stream:
             out = self.deltas.feed(text) if text else []
             self.done = True
             out += self.deltas.finish(length=True)[0]
-            return self._message(out)
+            message = self._message(out)
+            self._settle()
+            return message
         if not text or self.done:
             return None
         self.last_text = text if len(text) >= 64 else (self.last_text + text)[-64:]
@@ -236,6 +239,17 @@ class _Stream:
             if piece is not None:
                 return _message_of(reasoning=piece)
         return self._message(out)
+
+    def _settle(self) -> None:
+        """The tool parser's ``streamed_args_for_tool`` / ``prev_tool_call_arr`` made what
+        was sent (the server may read them once the stream ends:
+        ``get_remaining_unstreamed_args()`` then has nothing left to add)."""
+        parser = self.tool_parser
+        if parser is None:
+            return
+        for index, parts in self.args.items():
+            text = parser.streamed_args_for_tool[index] = "".join(parts)
+            parser.prev_tool_call_arr[index]["arguments"] = text
 
     def _message(self, deltas: list[dict]) -> DeltaMessage | None:
         content: list[str] = []
@@ -273,9 +287,9 @@ class _Stream:
                 parser.current_tool_id = index
                 parser.current_tool_name_sent = True
             if arguments:
-                parser.streamed_args_for_tool[index] += arguments
-                # the arguments as sent: get_remaining_unstreamed_args() has nothing left
-                parser.prev_tool_call_arr[index]["arguments"] = parser.streamed_args_for_tool[index]
+                # kept as fragments, joined into the parser's lists when the stream ends:
+                # adding each to a growing string copies the argument per chunk
+                self.args.setdefault(index, []).append(arguments)
         return _tool_call_of(
             index=index,
             id=call.get("id"),
@@ -583,7 +597,8 @@ class RespcParser(Parser):
         super().__init__(tokenizer, tools, *args, **kwargs)
         if enable_auto_tools is not None:
             self._enable_auto_tools = enable_auto_tools
-        self._tools = tool_dicts(tools)
+        self._tools_given = tools  # as the server gives them (request.tools): read once, when a stream starts
+        self._tools: list[dict] | None = None
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
@@ -620,12 +635,24 @@ class RespcParser(Parser):
             counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
         return counter.count(token_ids)
 
+    def _request_tools(self, request: Any) -> list[dict] | None:
+        """The request's tools as dicts (those the parser was made with, read once)."""
+        tools = getattr(request, "tools", None)
+        if tools is not None and tools is not self._tools_given:
+            return tool_dicts(tools) or self._given_tools()
+        return self._given_tools()
+
+    def _given_tools(self) -> list[dict] | None:
+        if self._tools is None and self._tools_given:
+            self._tools = tool_dicts(self._tools_given)
+        return self._tools
+
     def _new_stream(self, request: Any, auto: bool) -> _Stream:
         return _Stream(
             self.compiled,
             self.model_tokenizer,
             self._prefix,
-            tool_dicts(getattr(request, "tools", None)) or self._tools,
+            self._request_tools(request),
             tool_parser=self._tool_parser,
             parse_tools=self._tool_parser is not None and _tools_enabled(request, auto),
         )
