@@ -24,7 +24,13 @@ parsers), in the same 4-character chunks:
 
 Figures are medians over interleaved rounds (engine, respc, engine, ...), the ratios medians
 of the per-round ratios; times are the process's CPU time (``time.process_time``), which a
-loaded machine disturbs far less than wall time. vLLM's parsers are not benched here (see docs/engines.md).
+loaded machine disturbs far less than wall time.
+
+    python bench/engines.py vllm [--quick] [--family F] [--no-sized]
+
+runs vLLM 0.33's own parsers and respc's plugin side by side instead (``main_vllm``: both
+through vLLM's ``ChatStreamProcessor`` as tests/vllm_driver.py drives it, one and four
+tokens per delta, the non-streaming parse, 10 KB / 1 MB arguments; docs/engines.md).
 """
 
 from __future__ import annotations
