@@ -27,7 +27,13 @@ parsers), in the same 4-character chunks:
 
 Figures are medians over interleaved rounds (engine, respc, engine, ...), the ratios medians
 of the per-round ratios; times are the process's CPU time (``time.process_time``), which a
-loaded machine disturbs far less than wall time. vLLM's parsers are not benched here (see docs/engines.md).
+loaded machine disturbs far less than wall time.
+
+    python bench/engines.py vllm [--quick] [--family F] [--no-sized]
+
+runs vLLM 0.33's own parsers and respc's plugin side by side instead (``main_vllm``: both
+through vLLM's ``ChatStreamProcessor`` as tests/vllm_driver.py drives it, one and four
+tokens per delta, the non-streaming parse, 10 KB / 1 MB arguments; docs/engines.md).
 """
 
 from __future__ import annotations
@@ -319,5 +325,251 @@ def main() -> None:
                   f"{statistics.median(times['respc']) * 1e6:.2f} | {_ratio(times, 'engine', 'respc'):.0f}x |", flush=True)
 
 
+
+
+
+# --- vLLM: its own parsers and respc's plugin, through its server's own stream path ------------
+#: respc family -> (vLLM tool parser, vLLM reasoning parser or None), as vLLM's docs pair them
+VLLM = {
+    "qwen3": ("hermes", "qwen3"),
+    "qwq": ("hermes", "deepseek_r1"),
+    "hermes3": ("hermes", None),
+    "smollm3": ("hermes", None),
+    "qwen3-coder": ("qwen3_xml", None),
+    "qwen3.5": ("qwen3_coder", "qwen3"),
+    "nemotron-3-nano": ("qwen3_coder", "nemotron_v3"),
+    "deepseek-r1": ("deepseek_v3", "deepseek_r1"),
+    "deepseek-v3.1": ("deepseek_v31", "deepseek_v3"),
+    "deepseek-v3.2": ("deepseek_v32", "deepseek_v3"),
+    "kimi-k2": ("kimi_k2", None),
+    "kimi-k2-thinking": ("kimi_k2", "kimi_k2"),
+    "kimi-k3": ("kimi_k3", "kimi_k3"),
+    "gpt-oss": ("openai", "openai_gptoss"),
+    "glm-4.5": ("glm45", "glm45"),
+    "glm-4.6": ("glm45", "glm45"),
+    "glm-4.7-flash": ("glm47", "glm45"),
+    "llama3.1": ("llama3_json", None),
+    "llama3.2": ("llama3_json", None),
+    "llama3.2-pythonic": ("pythonic", None),
+    "llama4": ("llama4_pythonic", None),
+    "mistral-nemo": ("mistral", None),
+    "mistral-small-3.1": ("mistral", None),
+    "mistral-small-3.2": ("mistral", None),
+    "devstral-small": ("mistral", None),
+    "magistral": ("mistral", "mistral"),
+    "minimax-m2": ("minimax_m2", "minimax_m2"),
+    "mimo": ("mimo", "mimo"),
+    "step-3.5-flash": ("step3p5", "step3p5"),
+    "gemma4": ("gemma4", "gemma4"),
+    "lfm2": ("lfm2", None),
+    "lfm2.5": ("lfm2", None),
+    "seed-oss": ("seed_oss", "seed_oss"),
+    "olmo3": ("olmo3", "olmo3"),
+    "ernie-4.5": ("ernie45", "ernie45"),
+    "granite3.2": ("granite", "granite"),
+    "granite3.3": ("granite", "granite"),
+    "granite4.0": ("granite4", None),
+    "granite-20b-functioncalling": ("granite-20b-fc", None),
+    "internlm2": ("internlm", None),
+    "jamba": ("jamba", None),
+    "xlam": ("xlam", None),
+    "phi-4-mini": ("phi4_mini_json", None),
+    "apertus": ("apertus", None),
+    "gigachat3": ("gigachat3", None),
+    "hunyuan": ("hunyuan_a13b", "hunyuan_a13b"),
+    "hunyuan-v3": ("hy_v3", "hy_v3"),
+    "muse-glimmer": ("muse_glimmer", "muse_glimmer"),
+    "command-a": ("cohere_command3", "cohere_command3"),
+}
+
+#: the families measured at 10 KB / 1 MB arguments
+VLLM_SIZED = ("qwen3", "qwen3-coder", "deepseek-v3.1", "kimi-k2", "glm-4.5", "llama3.2", "mistral-small-3.2", "minimax-m2")
+
+
+def _vllm_parser_cls(names, tok, family):
+    from vllm.parser import ParserManager
+
+    tool, reasoning = names
+    return ParserManager.get_parser(
+        tool_parser_name=tool,
+        reasoning_parser_name=reasoning,
+        enable_auto_tools=True,
+        model_name=family,
+        is_harmony=tool == "openai",
+        tokenizer=tok,
+    )
+
+
+def run_vllm_stream(vd, tok, parser_cls, request, prompt_ids, steps) -> float:
+    """Seconds for one choice's stream through ``ChatStreamProcessor.step`` (the parser
+    made beforehand, as the server makes it before the first output)."""
+    stream = vd.new_stream(tok, parser_cls, request)
+    start = perf()
+    vd.run_steps(stream, request, prompt_ids, steps)
+    return perf() - start
+
+
+def run_vllm_whole(vd, tok, parser_cls, request, prompt_ids, text, output_ids) -> float:
+    """Seconds for the non-streaming response's parse (``set_prompt_token_ids`` + ``parse``)."""
+    parser = vd.new_parser(tok, parser_cls, request)
+    start = perf()
+    vd.parse_whole(parser, request, prompt_ids, text, output_ids)
+    return perf() - start
+
+
+def run_vllm_at_size(vd, tok, parser_cls, request, prompt_ids, head, tail) -> float:
+    """Seconds per step for ``tail`` after ``head`` went through in one step (untimed)."""
+    stream = vd.new_stream(tok, parser_cls, request)
+    vd.run_steps(stream, request, prompt_ids, [head])
+    start = perf()
+    vd.run_steps(stream, request, prompt_ids, tail)
+    return (perf() - start) / len(tail)
+
+
+def _vllm_expected(family, case, tools) -> dict:
+    import respc
+    from respc.openai import to_message
+
+    message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools))
+    calls = (message.get("tool_calls") or []) if tools else []
+    return {
+        "content": message.get("content") or None,
+        "reasoning": message.get("reasoning_content") or None,
+        "tool_calls": [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls],
+    }
+
+
+def main_vllm(argv: list[str]) -> None:
+    """``python bench/engines.py vllm [--quick] [--family F]``: vLLM's own parsers against
+    respc's plugin, both through vLLM 0.33's ``ChatStreamProcessor`` (see the section doc)."""
+    parser = argparse.ArgumentParser(prog="engines.py vllm", description="vLLM's own parsers against respc's plugin")
+    parser.add_argument("--quick", action="store_true", help="5 rounds instead of 30")
+    parser.add_argument("--family", action="append", help="only these families (repeatable)")
+    parser.add_argument("--no-sized", action="store_true", help="skip the 10 KB / 1 MB rows")
+    args = parser.parse_args(argv)
+    repeats = 5 if args.quick else 30
+    logging.disable(logging.CRITICAL)
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    from importlib.metadata import version
+
+    import local_tokenizer
+    import vllm_driver as vd
+
+    import respc
+    import respc.runtime.base
+    from respc.integrations import vllm as plugin
+
+    plugin.register()
+    runtime = "compiled" if respc.runtime.base.__file__.endswith(".so") else "pure Python"
+    print(f"respc {respc.__version__} ({runtime} runtime), vLLM {version('vllm')}")
+    print(f"{repeats} interleaved rounds; µs of CPU time, medians; ratio = vLLM / respc (target: per chunk >= 5x)")
+    print("right: streams (1 and 4 tokens per delta) and whole parses whose message is respc's own, of 3 per sample")
+    print()
+    print("| family | vLLM parsers | right: vLLM | respc | per chunk (1 token): vLLM | respc | ratio "
+          "| per chunk (4 tokens): vLLM | respc | ratio | one-shot parse: vLLM | respc | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    families = [f for f in VLLM if not args.family or f in args.family]
+    sized = []
+    for family in families:
+        names = VLLM[family]
+        data = local_tokenizer.samples(family)
+        tok = local_tokenizer.tokenizer_for(family)
+        tok.response_template = respc.load(family).template
+        try:
+            ours = _vllm_parser_cls(("respc", "respc"), tok, family)
+            theirs = _vllm_parser_cls(names, tok, family)
+        except Exception as error:
+            print(f"<!-- {family}: vLLM's {names} cannot be made here: {type(error).__name__}: {str(error)[:200]} -->")
+            continue
+        keys = ("engine1", "respc1", "engine4", "respc4", "whole_engine", "whole_respc")
+        totals: dict[str, list] = {k: [] for k in keys}
+        chunks = {1: 0, 4: 0}
+        right = {"engine": 0, "respc": 0}
+        checked = 0
+        faults = []
+        for case in data["cases"]:
+            if case.get("cut"):
+                continue
+            tools = data.get("tools") if case.get("tools", True) else None
+            request = vd.request_of(copy.deepcopy(tools), stream=True)
+            prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+            stop_text = vd.stop_token(data, case, tools)
+            output_ids = tok.encode(case["output"] + stop_text, add_special_tokens=False)
+            has_stop = bool(stop_text) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
+            steps = {n: vd.steps_of(tok, output_ids, has_stop, n) for n in (1, 4)}
+            text = tok.decode(output_ids[:-1] if has_stop else output_ids, skip_special_tokens=False)
+            want = _vllm_expected(family, case, tools)
+            for who, cls in (("engine", theirs), ("respc", ours)):
+                for got in (lambda: vd.stream(tok, cls, request, prompt_ids, output_ids, has_stop, 1),
+                            lambda: vd.stream(tok, cls, request, prompt_ids, output_ids, has_stop, 4),
+                            lambda: vd.whole(tok, cls, request, prompt_ids, output_ids, has_stop)):
+                    try:
+                        right[who] += got() == want
+                    except Exception as error:
+                        if who == "engine":
+                            faults.append(f"{case['name']}: {type(error).__name__}")
+            checked += 3
+            runners = {
+                "engine1": lambda: run_vllm_stream(vd, tok, theirs, request, prompt_ids, steps[1]),
+                "respc1": lambda: run_vllm_stream(vd, tok, ours, request, prompt_ids, steps[1]),
+                "engine4": lambda: run_vllm_stream(vd, tok, theirs, request, prompt_ids, steps[4]),
+                "respc4": lambda: run_vllm_stream(vd, tok, ours, request, prompt_ids, steps[4]),
+                "whole_engine": lambda: run_vllm_whole(vd, tok, theirs, request, prompt_ids, text, output_ids),
+                "whole_respc": lambda: run_vllm_whole(vd, tok, ours, request, prompt_ids, text, output_ids),
+            }
+            try:
+                times = _interleave(runners, repeats)
+            except Exception as error:  # an engine parser that raises on this sample
+                print(f"<!-- {family}/{case['name']}: {type(error).__name__}: {str(error)[:200]} -->")
+                continue
+            for key in keys:
+                totals[key].append(times[key])
+            chunks[1] += len(steps[1])
+            chunks[4] += len(steps[4])
+        if not totals["engine1"]:
+            continue
+        if faults:
+            print(f"<!-- {family}: vLLM's parsers raised on {', '.join(sorted(set(faults)))} -->")
+        rounds = {k: [sum(case[r] for case in totals[k]) for r in range(repeats)] for k in keys}
+        med = {k: statistics.median(v) * 1e6 for k, v in rounds.items()}
+        label = names[0] + (f" + {names[1]}" if names[1] else "")
+        print(f"| {family} | {label} | {right['engine']}/{checked} | {right['respc']}/{checked} "
+              f"| {med['engine1'] / chunks[1]:.1f} | {med['respc1'] / chunks[1]:.1f} | {_ratio(rounds, 'engine1', 'respc1'):.1f}x "
+              f"| {med['engine4'] / chunks[4]:.1f} | {med['respc4'] / chunks[4]:.1f} | {_ratio(rounds, 'engine4', 'respc4'):.1f}x "
+              f"| {med['whole_engine'] / len(totals['whole_engine']):.1f} | {med['whole_respc'] / len(totals['whole_respc']):.1f} "
+              f"| {_ratio(rounds, 'whole_engine', 'whole_respc'):.2f}x |", flush=True)
+        if family in VLLM_SIZED:
+            sized.append((family, names, data, tok, theirs, ours))
+    if args.no_sized:
+        return
+    print()
+    print("| family | argument | tokens per delta | per chunk: vLLM | respc | ratio |")
+    print("|---|---|---|---|---|---|")
+    for family, names, data, tok, theirs, ours in sized:
+        for size, label in ((10_000, "10 KB"), (1_000_000, "1 MB")):
+            found = _big_case(data, size)
+            if found is None:
+                continue
+            prefix, output, end = found
+            big = size > 100_000  # vLLM's own parsers take up to tens of ms per chunk there
+            request = vd.request_of(copy.deepcopy(data.get("tools")), stream=True)
+            prompt_ids = tok.encode(prefix, add_special_tokens=False)
+            head_text = output[: end - 200]
+            head = (head_text, tok.encode(head_text, add_special_tokens=False), None)
+            tail_ids = tok.encode(output[end - 200: end - (180 if big else 120)], add_special_tokens=False)
+            for per in (1, 4):
+                tail = [step[:2] + (None,) for step in vd.steps_of(tok, tail_ids, False, per)]
+                runners = {
+                    "engine": lambda: run_vllm_at_size(vd, tok, theirs, request, prompt_ids, head, tail),
+                    "respc": lambda: run_vllm_at_size(vd, tok, ours, request, prompt_ids, head, tail),
+                }
+                times = _interleave(runners, 3 if big else repeats)
+                print(f"| {family} | {label} | {per} | {statistics.median(times['engine']) * 1e6:.1f} | "
+                      f"{statistics.median(times['respc']) * 1e6:.2f} | {_ratio(times, 'engine', 'respc'):.0f}x |", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["vllm"]:
+        main_vllm(sys.argv[2:])
+    else:
+        main()

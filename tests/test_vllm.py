@@ -24,16 +24,8 @@ from optional import needs
 needs("openai", "transformers", "vllm.parser")
 
 from local_tokenizer import families, samples, tokenizer_for
-from openai.lib.streaming.chat import ChatCompletionStreamState
-from openai.types.chat import ChatCompletionChunk
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+import vllm_driver as driver
 from vllm.parser import ParserManager
-
-try:  # vLLM 0.33 streams and assembles through these; 0.32's serving.py does the same inline
-    from vllm.entrypoints.openai.chat_completion.message_assembly import assemble_chat_message_fields
-    from vllm.entrypoints.openai.chat_completion.stream_processor import ChatStreamProcessor
-except ImportError:
-    ChatStreamProcessor = assemble_chat_message_fields = None
 
 import respc
 from respc.integrations import vllm as plugin
@@ -62,21 +54,6 @@ def _case(family: str, name: str) -> tuple[dict, dict]:
     return data, next(c for c in data["cases"] if c["name"] == name)
 
 
-def _stop_token(data: dict, case: dict, tools) -> str:
-    """The end token the model stops with: one the output ends with, else the first whose
-    text after the output leaves the message as it is (gpt-oss: <|call|> after a call)."""
-    ends = data.get("end_tokens") or []
-    for end in ends:
-        if case["output"].endswith(end):
-            return ""
-    want = respc.parse_response(case["output"], data["family"], prefix=case["prefix"], tools=tools)
-    calls = [e for e in ends if "call" in e] if want.get("tool_calls") else []
-    for end in calls + ends:
-        if respc.parse_response(case["output"] + end, data["family"], prefix=case["prefix"], tools=tools) == want:
-            return end
-    return ""
-
-
 def _server(family: str, auto: bool = True):
     tok = _tokenizer(family)
     parser_cls = ParserManager.get_parser(
@@ -89,8 +66,8 @@ def _server(family: str, auto: bool = True):
     return tok, parser_cls
 
 
-def _request(tools, **extra) -> ChatCompletionRequest:
-    return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools, **extra)
+def _request(tools, **extra):
+    return driver.request_of(tools, **extra)
 
 
 def _render(tok, parser_cls, request, prompt_ids):
@@ -100,64 +77,8 @@ def _render(tok, parser_cls, request, prompt_ids):
     return parser.adjust_request(request=request)
 
 
-def _stream(tok, parser_cls, request, prompt_ids, output_ids, stop: bool, per_delta: int) -> dict:
-    parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
-    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=parser_cls) if ChatStreamProcessor else None
-    state = ChatCompletionStreamState()
-    reasoning = []
-    for start in range(0, len(output_ids), per_delta):
-        ids = output_ids[start : start + per_delta]
-        last = start + per_delta >= len(output_ids)
-        text_ids = ids[:-1] if (last and stop) else ids  # vLLM leaves the stop token's text out
-        text = "".join(tok.decode([i], skip_special_tokens=False) for i in text_ids)
-        if processor is not None:
-            step = processor.step(text, list(ids), "stop" if last else None, list(prompt_ids))
-            delta, finish_reason = step.delta, step.finish_reason
-        else:  # vLLM 0.32's serving.py: parse_delta per chunk, calls kept with tools and auto
-            delta = parser.parse_delta(text, list(ids), request, list(prompt_ids), finished=last)
-            if delta is not None and delta.tool_calls and not request.tools:
-                delta.tool_calls = []
-            finish_reason = "stop" if last else None
-        if delta is None and finish_reason is None:
-            continue
-        delta = delta.model_dump(exclude_none=True) if delta is not None else {}
-        if delta.get("reasoning"):
-            reasoning.append(delta["reasoning"])
-        chunk = {
-            "id": "chatcmpl-x",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
-        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
-    message = state.get_final_completion().choices[0].message
-    return {
-        "content": message.content or None,
-        "reasoning": "".join(reasoning) or None,
-        "tool_calls": [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []],
-    }
-
-
-def _whole(tok, parser_cls, request, prompt_ids, output_ids, stop: bool) -> dict:
-    parser = parser_cls(tok, request.tools, model_config=None, chat_template_kwargs={})
-    parser.set_prompt_token_ids(prompt_ids)
-    text_ids = output_ids[:-1] if stop else output_ids
-    text = tok.decode(text_ids, skip_special_tokens=False)
-    reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=output_ids)
-    if assemble_chat_message_fields is None:  # vLLM 0.32: serving.py keeps calls with tools and auto
-        calls = [c for c in calls or [] if request.tools]
-        return {
-            "content": content or None,
-            "reasoning": reasoning or None,
-            "tool_calls": [(c.name, json.loads(c.arguments)) for c in calls],
-        }
-    fields = assemble_chat_message_fields(request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
-    return {
-        "content": fields.content or None,
-        "reasoning": fields.reasoning or None,
-        "tool_calls": [(c.function.name, json.loads(c.function.arguments)) for c in fields.tool_calls],
-    }
+_stream = driver.stream
+_whole = driver.whole
 
 
 def _expected(family: str, case: dict, tools) -> dict:
@@ -178,7 +99,7 @@ def _check(family: str, name: str) -> None:
     tok, parser_cls = _server(family)
     assert parser_cls is not None and issubclass(parser_cls, plugin.RespcParser)
     prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
-    stop = _stop_token(data, case, tools)
+    stop = driver.stop_token(data, case, tools)
     output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
     want = _expected(family, case, tools)
     request = _render(tok, parser_cls, _request(tools, stream=True), prompt_ids)
@@ -368,3 +289,31 @@ def test_split_parsers_on_their_own():
     assert reasoning.extract_reasoning(case["output"], request)[0] == want["reasoning"]
     assert not reasoning.is_reasoning_end(prompt_ids + tok.encode("<think>\nhm", add_special_tokens=False))
     assert reasoning.is_reasoning_end(tok.encode(case["prefix"] + case["output"], add_special_tokens=False))
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek-r1", "gpt-oss", "kimi-k2-thinking", "mistral-small-3.2"])
+def test_reasoning_tokens_counted(family):
+    """``count_reasoning_tokens`` (usage's reasoning_tokens): the output tokens inside the
+    reasoning respc parses, the same whether the server asks once at the end or after each
+    chunk (continuous usage), and 0 without reasoning."""
+    data = samples(family)
+    tok, parser_cls = _server(family)
+    for case in data["cases"]:
+        if case.get("cut"):
+            continue
+        tools = data["tools"] if case.get("tools", True) else None
+        prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+        output_ids = tok.encode(case["output"], add_special_tokens=False)
+        message = respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools)
+        parser = parser_cls(tok, tools)
+        parser.set_prompt_token_ids(prompt_ids)
+        whole = parser.count_reasoning_tokens(output_ids)
+        growing = [parser.count_reasoning_tokens(output_ids[: k + 3]) for k in range(0, len(output_ids), 3)]
+        assert growing[-1] == whole, (family, case["name"])
+        assert growing == sorted(growing), (family, case["name"])
+        reasoning = message.get("reasoning_content") or ""
+        if not reasoning:
+            assert whole == 0 or not reasoning.strip(), (family, case["name"], whole)
+        else:  # one character per token here: at least the reasoning's own (less the newlines
+            # that join its blocks, gpt-oss's analysis messages), at most the output's
+            assert len(reasoning) - reasoning.count("\n") <= whole <= len(output_ids), (family, case["name"], whole, len(reasoning))

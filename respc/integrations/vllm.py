@@ -62,6 +62,88 @@ def template_for(tokenizer: Any) -> CompiledTemplate:
     return compiled
 
 
+# --- what the engine hands over as token ids -------------------------------------------------
+#: ids decoded first from the end of a prompt; doubled until the current turn's start is in them
+_TAIL = 64
+#: characters a tail's decoded text keeps before the turn start it cuts at: the first tokens
+#: of a tail may decode unlike the same tokens in the whole (a partial UTF-8 sequence, a
+#: leading-space rule), so a cut that close to the tail's start is not trusted
+_MARGIN = 16
+
+
+def prompt_text(tokenizer: Any, compiled: CompiledTemplate, ids: Sequence[int]) -> str:
+    """The text of a prompt's ids as respc's parser needs it: the ids from a little before
+    the current turn's start (the template's last start anchor) decoded, not the whole
+    history (decoding a long prompt costs far more than parsing its turn); all of them when
+    no start anchor is found. The parser cuts the prompt at the same anchor either way."""
+    ids = list(ids)
+    n = len(ids)
+    cut = compiled.Parser.cut_prefix
+    take = _TAIL
+    while take < n:
+        text = decode(tokenizer, ids[n - take :])
+        rest = cut(text)
+        if len(text) - len(rest) >= _MARGIN:  # the anchor is in the tail, clear of its start
+            return text
+        take *= 4
+    return decode(tokenizer, ids)
+
+
+def _token_text(tokenizer: Any, token_id: int) -> str:
+    """One token's text (special tokens kept), cached per tokenizer."""
+    cache = tokenizer.__dict__.setdefault("_respc_token_texts", {}) if hasattr(tokenizer, "__dict__") else {}
+    text = cache.get(token_id)
+    if text is None:
+        text = cache[token_id] = decode(tokenizer, [token_id])
+    return text
+
+
+def _unvalidated(cls: type, defaults: dict) -> Any:
+    """A maker of ``cls`` instances (pydantic models) that skips validation: the values are
+    respc's, of the fields' types already, and validating a DeltaMessage (vLLM's models log
+    unknown fields in a wrap validator) costs more per chunk than respc's parse of the chunk.
+    ``model_construct`` is no way out: it inspects each default factory on every call.
+    Checked once against the validating constructor; where this pydantic builds models
+    otherwise, the validating constructor is used."""
+    names = tuple(cls.model_fields)
+    new = cls.__new__
+    set_attribute = object.__setattr__
+    extra = {} if cls.model_config.get("extra") == "allow" else None
+
+    def make(**values: Any) -> Any:
+        made = new(cls)
+        state = dict.fromkeys(names)
+        state.update(defaults)
+        state.update(values)
+        set_attribute(made, "__dict__", state)
+        set_attribute(made, "__pydantic_fields_set__", set(values))
+        set_attribute(made, "__pydantic_extra__", None if extra is None else {})
+        set_attribute(made, "__pydantic_private__", None)
+        return made
+
+    return make
+
+
+def _checked(make: Any, cls: type, sample: dict) -> Any:
+    try:
+        made, validated = make(**sample), cls(**sample)
+        if made.model_dump() == validated.model_dump() and made.model_dump_json(exclude_unset=True) == validated.model_dump_json(exclude_unset=True):
+            return make
+    except Exception:
+        pass
+    return cls
+
+
+_function_of = _checked(_unvalidated(DeltaFunctionCall, {}), DeltaFunctionCall, {"name": "f", "arguments": "{"})
+_tool_call_of = _checked(
+    _unvalidated(DeltaToolCall, {}), DeltaToolCall, {"index": 0, "id": "c", "type": "function", "function": _function_of(name="f")}
+)
+_message_of = _checked(
+    _unvalidated(DeltaMessage, {"tool_calls": []}), DeltaMessage, {"content": "a", "reasoning": "b", "tool_calls": [_tool_call_of(index=0)]}
+)
+_message_of = _message_of if _checked(_message_of, DeltaMessage, {"content": "a"}) is _message_of else DeltaMessage
+
+
 # --- request helpers --------------------------------------------------------------------
 
 
@@ -121,27 +203,53 @@ class _Stream:
         self.tool_parser = tool_parser
         self.done = False
         self.last_text = ""
+        self.args: dict[int, list[str]] = {}  # each call's argument fragments as sent
 
     def restored(self, text: str, token_ids: Sequence[int]) -> str:
         """``text`` with the stop token vLLM left out of it put back."""
         if token_ids:
-            last = decode(self.tokenizer, [token_ids[-1]])
+            last = _token_text(self.tokenizer, token_ids[-1])
             if last and not (self.last_text + text).endswith(last):
                 return text + last
         return text
 
     def feed(self, text: str, token_ids: Sequence[int] = (), *, finished: bool = False) -> DeltaMessage | None:
-        if self.done:
-            return None
         if finished:
+            if self.done:
+                return None
             text = self.restored(text, token_ids)
-        out = self.deltas.feed(text) if text else []
-        if text:
-            self.last_text = (self.last_text + text)[-64:]
-        if finished:
+            out = self.deltas.feed(text) if text else []
             self.done = True
-            out = out + self.deltas.finish(length=True)[0]
+            out += self.deltas.finish(length=True)[0]
+            message = self._message(out)
+            self._settle()
+            return message
+        if not text or self.done:
+            return None
+        self.last_text = text if len(text) >= 64 else (self.last_text + text)[-64:]
+        out = self.deltas.feed(text)
+        if not out:
+            return None
+        if len(out) == 1:  # most chunks: one text delta
+            delta = out[0]
+            piece = delta.get("content")
+            if piece is not None:
+                return _message_of(content=piece)
+            piece = delta.get(_REASONING)
+            if piece is not None:
+                return _message_of(reasoning=piece)
         return self._message(out)
+
+    def _settle(self) -> None:
+        """The tool parser's ``streamed_args_for_tool`` / ``prev_tool_call_arr`` made what
+        was sent (the server may read them once the stream ends:
+        ``get_remaining_unstreamed_args()`` then has nothing left to add)."""
+        parser = self.tool_parser
+        if parser is None:
+            return
+        for index, parts in self.args.items():
+            text = parser.streamed_args_for_tool[index] = "".join(parts)
+            parser.prev_tool_call_arr[index]["arguments"] = text
 
     def _message(self, deltas: list[dict]) -> DeltaMessage | None:
         content: list[str] = []
@@ -163,7 +271,7 @@ class _Stream:
         if calls:
             if self.parse_tools:
                 fields["tool_calls"] = calls
-        return DeltaMessage(**fields) if fields else None
+        return _message_of(**fields) if fields else None
 
     def _call(self, call: dict) -> DeltaToolCall:
         function = call.get("function") or {}
@@ -179,14 +287,14 @@ class _Stream:
                 parser.current_tool_id = index
                 parser.current_tool_name_sent = True
             if arguments:
-                parser.streamed_args_for_tool[index] += arguments
-                # the arguments as sent: get_remaining_unstreamed_args() has nothing left
-                parser.prev_tool_call_arr[index]["arguments"] = parser.streamed_args_for_tool[index]
-        return DeltaToolCall(
+                # kept as fragments, joined into the parser's lists when the stream ends:
+                # adding each to a growing string copies the argument per chunk
+                self.args.setdefault(index, []).append(arguments)
+        return _tool_call_of(
             index=index,
             id=call.get("id"),
             type=call.get("type"),
-            function=DeltaFunctionCall(name=function.get("name"), arguments=arguments),
+            function=_function_of(name=function.get("name"), arguments=arguments),
         )
 
 
@@ -227,6 +335,70 @@ def _ended(events: Iterable[dict], state: bool | None) -> bool | None:
     return state
 
 
+class _ReasoningCount:
+    """The reasoning tokens of one growing output (``count_reasoning_tokens``): each token's
+    text fed once to a parser that starts where the prompt leaves it; a token counts when
+    its text overlaps the inside of a reasoning region (between its delimiters; a region
+    still open reaches to the end). A token is counted once the parser's events cover its
+    text, so the count only grows as the output does (text the parser holds, a closer that
+    may be starting, is counted once it is decided)."""
+
+    def __init__(self, compiled: CompiledTemplate, prefix: str, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.parser = compiled.parser(prefix=prefix, spans=True, on_malformed="event")
+        self.at = self.start = len(type(self.parser).cut_prefix(prefix)) if prefix else 0
+        self.ids: list[int] = []
+        self.ends: list[int] = []  # each token's end in the parser's input
+        self.spans: list[tuple[int, float]] = []  # reasoning insides, closed
+        self.open: int | None = None  # where the open reasoning region's inside starts
+        self.known = 0  # the parser's events cover its input up to here
+        self.settled = 0  # tokens counted for good ...
+        self.settled_count = 0  # ... and how many of them are reasoning
+        self._track(self.parser.initial_events)
+
+    def continues(self, token_ids: Sequence[int]) -> bool:
+        n = len(self.ids)
+        return len(token_ids) >= n and list(token_ids[:n]) == self.ids
+
+    def count(self, token_ids: Sequence[int]) -> int:
+        new = list(token_ids[len(self.ids) :])
+        if new:
+            texts = [_token_text(self.tokenizer, token) for token in new]
+            for text in texts:
+                self.at += len(text)
+                self.ends.append(self.at)
+            self.ids.extend(new)
+            self._track(self.parser.feed("".join(texts)))
+        spans = self.spans if self.open is None else [*self.spans, (self.open, float("inf"))]
+        known, ends = self.known, self.ends
+        k, count = self.settled, self.settled_count
+        previous = ends[k - 1] if k else self.start
+        # the tokens the parser's events cover (past them it holds text a closer may start):
+        # each counts when [previous, end) overlaps a reasoning inside, once and for good
+        while k < len(ends) and ends[k] <= known:
+            end = ends[k]
+            count += any(a < end and previous < b for a, b in spans)
+            previous = end
+            k += 1
+        self.settled, self.settled_count = k, count
+        return count
+
+    def _track(self, events: Iterable[dict]) -> None:
+        for event in events:
+            end = event.get("end")
+            if end is None and event.get("type") == "region_chunk":
+                end = event.get("start", 0) + len(event.get("text", ""))
+            if end is not None and end > self.known:
+                self.known = end
+            if event.get("field") != "reasoning_content" or event.get("type") == "region_chunk":
+                continue
+            if event["type"] == "region_open":
+                self.open = event["end"]
+            elif self.open is not None:  # region_close / region_malformed
+                self.spans.append((self.open, event["start"] if event["type"] == "region_close" else self.known))
+                self.open = None
+
+
 class RespcReasoningParser(ReasoningParser):
     """The ``respc`` reasoning parser: where reasoning ends (for structured outputs and the
     server), and, on its own, reasoning and content from the output. Served together with
@@ -239,7 +411,7 @@ class RespcReasoningParser(ReasoningParser):
         self._stream: _Stream | None = None
 
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
-        return _reasoning_ended(self.compiled, decode(self.model_tokenizer, input_ids))
+        return _reasoning_ended(self.compiled, prompt_text(self.model_tokenizer, self.compiled, input_ids))
 
     def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Iterable[int]) -> bool:
         return self.is_reasoning_end(input_ids)
@@ -256,7 +428,7 @@ class RespcReasoningParser(ReasoningParser):
         ends = []  # each token's end in the parser's input
         state = None
         for k, token in enumerate(input_ids):
-            text = decode(self.model_tokenizer, [token])
+            text = _token_text(self.model_tokenizer, token)
             at += len(text)
             ends.append(at)
             events = parser.feed(text)
@@ -268,8 +440,18 @@ class RespcReasoningParser(ReasoningParser):
         return []
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
-        self._prefix = decode(self.model_tokenizer, prompt_token_ids)
+        self._prefix = prompt_text(self.model_tokenizer, self.compiled, prompt_token_ids)
         self._stream = None
+        self._counter = None
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """As :meth:`RespcParser.count_reasoning_tokens`."""
+        if "reasoning_content" not in self.compiled.template.get("fields", {}):
+            return 0
+        counter = getattr(self, "_counter", None)
+        if counter is None or not counter.continues(token_ids):
+            counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
+        return counter.count(token_ids)
 
     @property
     def reasoning_start_str(self) -> str | None:
@@ -313,7 +495,7 @@ class RespcToolParser(ToolParser):
         self._stream: _Stream | None = None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
-        self._prefix = decode(self.model_tokenizer, prompt_token_ids)
+        self._prefix = prompt_text(self.model_tokenizer, self.compiled, prompt_token_ids)
         self._stream = None
 
     def adjust_request(self, request: Any) -> Any:
@@ -415,18 +597,21 @@ class RespcParser(Parser):
         super().__init__(tokenizer, tools, *args, **kwargs)
         if enable_auto_tools is not None:
             self._enable_auto_tools = enable_auto_tools
-        self._tools = tool_dicts(tools)
+        self._tools_given = tools  # as the server gives them (request.tools): read once, when a stream starts
+        self._tools: list[dict] | None = None
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
+        self._counter: _ReasoningCount | None = None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         ids = list(prompt_token_ids)
         if ids == self._prompt_ids:
             return
         self._prompt_ids = ids
-        self._prefix = decode(self.model_tokenizer, ids)
+        self._prefix = prompt_text(self.model_tokenizer, self.compiled, ids)
         self._stream = None
+        self._counter = None
         for split in (self._reasoning_parser, self._tool_parser):
             if split is not None:
                 split._prefix = self._prefix
@@ -437,14 +622,37 @@ class RespcParser(Parser):
     def is_reasoning_end(self, input_ids: list[int]) -> bool:
         if self._reasoning_parser is None:
             return True
-        return _reasoning_ended(self.compiled, decode(self.model_tokenizer, input_ids))
+        return _reasoning_ended(self.compiled, prompt_text(self.model_tokenizer, self.compiled, input_ids))
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """The output tokens the template parses as reasoning (usage's
+        ``reasoning_tokens``), reasoning the prompt opened included; the server calls it with
+        the output so far, so each token is parsed once."""
+        if self._reasoning_parser is None or "reasoning_content" not in self.compiled.template.get("fields", {}):
+            return 0
+        counter = self._counter
+        if counter is None or not counter.continues(token_ids):
+            counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
+        return counter.count(token_ids)
+
+    def _request_tools(self, request: Any) -> list[dict] | None:
+        """The request's tools as dicts (those the parser was made with, read once)."""
+        tools = getattr(request, "tools", None)
+        if tools is not None and tools is not self._tools_given:
+            return tool_dicts(tools) or self._given_tools()
+        return self._given_tools()
+
+    def _given_tools(self) -> list[dict] | None:
+        if self._tools is None and self._tools_given:
+            self._tools = tool_dicts(self._tools_given)
+        return self._tools
 
     def _new_stream(self, request: Any, auto: bool) -> _Stream:
         return _Stream(
             self.compiled,
             self.model_tokenizer,
             self._prefix,
-            tool_dicts(getattr(request, "tools", None)) or self._tools,
+            self._request_tools(request),
             tool_parser=self._tool_parser,
             parse_tools=self._tool_parser is not None and _tools_enabled(request, auto),
         )
@@ -493,12 +701,17 @@ class RespcParser(Parser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        self._initialize_history_tool_call_cnt(request)
-        if self._prompt_ids is None and prompt_token_ids is not None:
-            self.set_prompt_token_ids(prompt_token_ids)
-        if self._stream is None:
-            self._stream = self._new_stream(request, self._enable_auto_tools)
-        return self._route(self._stream.feed(delta_text, delta_token_ids, finished=finished), request)
+        stream = self._stream
+        if stream is None:  # the first delta: the prompt, the stream, how its deltas are routed
+            self._initialize_history_tool_call_cnt(request)
+            if self._prompt_ids is None and prompt_token_ids is not None:
+                self.set_prompt_token_ids(prompt_token_ids)
+            stream = self._stream = self._new_stream(request, self._enable_auto_tools)
+            self._as_sent = self._reasoning_parser is not None and getattr(request, "include_reasoning", True)
+        delta = stream.feed(delta_text, delta_token_ids, finished=finished)
+        if delta is None or self._as_sent:
+            return delta
+        return self._route(delta, request)
 
 
 # --- registration ----------------------------------------------------------------------------
