@@ -24,6 +24,7 @@ cdef class ParserBase:
     cdef public object _left
     cdef public Py_ssize_t _keep
     cdef public str _ctx
+    cdef public list _ctx_more
     cdef public str _held
     cdef public Py_ssize_t _done
     cdef public Py_ssize_t _off

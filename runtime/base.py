@@ -156,6 +156,7 @@ class ParserBase:
         "_keep",  # CONTEXT
         # input (see the module docstring)
         "_ctx",
+        "_ctx_more",  # consumed text not yet joined to an unbounded context (see _keep_context)
         "_held",
         "_done",
         "_off",  # offset of the scanned buffer's start in the whole input (scans read it)
@@ -407,6 +408,7 @@ class ParserBase:
         self._fields = self.FIELDS
         self._states = self.STATES
         self._ctx = ""
+        self._ctx_more: list[str] = []
         self._held = ""
         self._done = 0
         self._off = 0
@@ -428,6 +430,9 @@ class ParserBase:
         what may still become one stays held, unless ``eos`` (then the last region closes).
         """
         ctx = self._ctx
+        if self._ctx_more:
+            ctx = self._ctx = ctx + "".join(self._ctx_more)
+            self._ctx_more.clear()
         buf = ctx + text if ctx else text
         n = len(buf)
         pos = start = len(ctx)
@@ -678,10 +683,15 @@ class ParserBase:
         return body
 
     def _keep_context(self, text: str) -> None:
-        """Consumed ``text`` joins the look-behind context (its last CONTEXT characters)."""
+        """Consumed ``text`` joins the look-behind context (its last CONTEXT characters). An
+        unbounded context (CONTEXT < 0) keeps the pieces and joins them when a scan reads it
+        (_commit): a chunk that commits nothing costs its own length, not the context's."""
         keep = self._keep
+        if keep < 0:
+            self._ctx_more.append(text)
+            return
         ctx = self._ctx + text
-        self._ctx = ctx[-keep:] if keep > 0 else ctx
+        self._ctx = ctx[-keep:]
 
     # --- lasting holds -----------------------------------------------------
     def _stays_held(self, text: str) -> bool:
