@@ -592,14 +592,16 @@ def _literal_text(pattern: str) -> str | None:
 
 
 def gap_split(pattern: str) -> tuple[str, str] | None:
-    """Split ``A.*?B`` (or ``A.*B``) with a literal ``B`` into ``(A, B's text)``.
+    """Split ``A.*?B`` (or ``A.*B``) with a literal ``B`` into ``(A, B's text)``, or a
+    pattern that ends in a lookahead over such a gap, ``P(?=H.*T)``, into ``(P(?=H), X)``
+    (see :func:`_lookahead_gap_split`).
 
     With DOTALL, once ``A`` has matched, the gap absorbs any text, so a partial match
     of the whole pattern stays partial until ``B`` appears: a held match need not be
     searched again until then.
     """
     if "(?" in pattern.replace("(?:", "").replace("(?P<", ""):
-        return None
+        return _lookahead_gap_split(pattern)
     split = None
     for i, c, depth in _structure(pattern):
         if depth != 0:
@@ -615,6 +617,132 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     if text is None:
         return None
     return head, text
+
+
+#: what may look past a match or at the end of the text (in the parts of a lookahead gap)
+_GAP_UNSAFE = ("(?=", "(?!", "(?<=", "(?<!", "(?P=", "(?(", "\\b", "\\B", "\\Z", "\\z", "\\G", "$")
+
+
+def _lookahead_gap_split(pattern: str) -> tuple[str, str] | None:
+    r"""``(P(?=H), X)`` for a pattern ``P(?=H.*T)`` (or ``.*?``) that ends in a lookahead over
+    a gap, with ``X`` a literal every match of ``T`` that does not end at ``\Z`` ends with: the
+    longest common end of ``T``'s last literals (``T`` is a literal, or ``Y(?:L1|...|Lk)`` whose
+    alternatives are literals or ``\Z``). None otherwise (and for a pattern with other
+    lookarounds, end anchors, word boundaries or back references).
+
+    The call-list opens of llama3.2-pythonic, llama4 and lfm2
+    (``(?:\A\s*|<\|python_tag\|>\s*)(?=\[\s*NAME\s*\(.*\)\s*\]\s*(?:<\|eot_id\|>|<\|eom_id\|>|\Z))``):
+    once ``P(?=H)`` has matched at a position, the gap absorbs any text, so the pattern
+    matches there partially whatever follows, and completely only once some match of
+    ``T`` follows ``H``. A new match of ``T`` must end in the new text (``T`` reads nothing
+    past its match), so, before the end of the stream, with ``X`` (``_id|>``) at its end;
+    one that ends at ``\Z`` (the text's end, while streaming) leans on that end, and the
+    rule for such matches (the text with one more character, ``\x00``, must give it again:
+    scan.edge_moves) rejects it when ``Y`` cannot end in ``\x00``, which is required. So a
+    held match stays held, the same, until ``X`` shows up: the memo of :func:`gap_split`.
+    """
+    if regex_only(pattern) or not pattern.endswith(")"):
+        return None
+    start = None
+    for i, c, depth in _structure(pattern):
+        if depth == 0 and c == "|":
+            return None
+        if depth == 0 and c == "(":
+            start = i
+    if start is None or not pattern.startswith("(?=", start) or _group_end(pattern, start) != len(pattern) - 1:
+        return None
+    before, body = pattern[:start], pattern[start + 3 : -1]
+    split = None
+    for i, c, depth in _structure(body):
+        if depth == 0 and c == "|":
+            return None
+        if c == "." and depth == 0 and body.startswith(".*", i):
+            split = (i, i + (3 if body.startswith(".*?", i) else 2))
+    if split is None or not before:
+        return None
+    head, tail = body[: split[0]], body[split[1] :]
+    if any(token in part for part in (before, head) for token in _GAP_UNSAFE):
+        return None
+    if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
+        return None
+    ends = _literal_ends(tail)
+    if not ends:
+        return None
+    common = ends[0]
+    for end in ends[1:]:
+        while not end.endswith(common):
+            common = common[1:]
+    if not common:
+        return None
+    return f"{before}(?={head})" if head else before, common
+
+
+def _literal_ends(tail: str) -> list[str]:
+    r"""The literals a match of ``tail`` that does not end at ``\Z`` ends with: ``tail`` a
+    literal, or ``Y(?:L1|...|Lk)`` with each ``Li`` a literal or ``\Z``, ``Y`` reading nothing
+    past its match and, when some ``Li`` is ``\Z``, unable to end in ``\x00`` (nor match
+    empty). [] when it is none of those."""
+    text = _literal_text(tail)
+    if text is not None:
+        return [text]
+    if not tail.endswith(")"):
+        return []
+    start = None
+    for i, c, depth in _structure(tail):
+        if depth == 0 and c == "(":
+            start = i
+    if start is None or not tail.startswith("(?:", start) or _group_end(tail, start) != len(tail) - 1:
+        return []
+    lead_in = tail[:start]
+    if any(token in lead_in for token in _GAP_UNSAFE):
+        return []
+    ends, at_end = [], False
+    try:
+        for alternative in _split_alternatives(tail[start + 3 : -1]):
+            if alternative == "\\Z":
+                at_end = True
+                continue
+            text = _literal_text(alternative)
+            if text is None:
+                return []
+            ends.append(text)
+    except (_Unknown, IndexError):
+        return []
+    if at_end and _may_end_in_nul(lead_in):
+        return []
+    return ends
+
+
+def _may_end_in_nul(pattern: str) -> bool:
+    """Can a match of ``pattern`` end in ``\\x00``, or be empty? (Conservative: True when
+    the pattern is not understood.)"""
+    parsed = _sre_tree(pattern) if pattern else None
+    if parsed is None:
+        return True
+    tree, sre = parsed
+
+    def may_end(items) -> bool | None:
+        """True: some match ends in ``\\x00``; False: none does, and none is empty; None:
+        none does, but one is empty (what comes before decides)."""
+        for op, arg in reversed(list(items)):
+            if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
+                return _matches_nul(op, arg, sre)
+            if op is sre.SUBPATTERN:
+                found = may_end(arg[-1])
+            elif op is sre.BRANCH:
+                outcomes = [may_end(alt) for alt in arg[1]]
+                found = True if True in outcomes else (None if None in outcomes else False)
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+                found = may_end(arg[2])
+                if found is False and arg[0] == 0:
+                    found = None
+            else:
+                return True  # (anchors and lookarounds are refused before this is asked)
+            if found is not None:
+                return found
+        return None
+
+    return may_end(tree) is not False
 
 
 _KEY_GROUP = "(?P<key>"
@@ -806,6 +934,29 @@ def _sre_tree(pattern: str) -> tuple[Any, Any] | None:
         return None
 
 
+def _matches_nul(op: Any, arg: Any, sre: Any) -> bool:
+    """Does the one-character parse-tree item ``(op, arg)`` match ``\\x00``?"""
+    if op is sre.LITERAL:
+        return arg == 0
+    if op is sre.NOT_LITERAL or op is sre.ANY:
+        return arg != 0 if op is sre.NOT_LITERAL else True
+    # IN: a class; \x00 is in it (or out of it, negated) by its items
+    negate = False
+    found = False
+    for item_op, item_arg in arg:
+        if item_op is sre.NEGATE:
+            negate = True
+        elif item_op is sre.LITERAL:
+            found = found or item_arg == 0
+        elif item_op is sre.RANGE:
+            found = found or item_arg[0] == 0
+        elif item_op is sre.CATEGORY:
+            found = found or item_arg in (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
+        else:
+            return True  # unknown: assume it does
+    return found != negate
+
+
 def leans_on_end(pattern: str) -> bool:
     """True when a complete match of ``pattern`` that ends *before* the end of the text may
     change if the text goes on (transformers 5.24's rule: such a match is final only if
@@ -828,27 +979,6 @@ def leans_on_end(pattern: str) -> bool:
     end_codes = {sre.AT_END, sre.AT_END_STRING, sre.AT_END_LINE}
     single = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
     repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
-
-    def matches_nul(op, arg) -> bool:
-        if op is sre.LITERAL:
-            return arg == 0
-        if op is sre.NOT_LITERAL or op is sre.ANY:
-            return arg != 0 if op is sre.NOT_LITERAL else True
-        # IN: a class; \x00 is in it (or out of it, negated) by its items
-        negate = False
-        found = False
-        for item_op, item_arg in arg:
-            if item_op is sre.NEGATE:
-                negate = True
-            elif item_op is sre.LITERAL:
-                found = found or item_arg == 0
-            elif item_op is sre.RANGE:
-                found = found or item_arg[0] == 0
-            elif item_op is sre.CATEGORY:
-                found = found or item_arg in (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
-            else:
-                return True  # unknown: assume it does
-        return found != negate
 
     def nullable(items) -> bool:
         return all(nullable_item(op, arg) for op, arg in items)
@@ -874,7 +1004,7 @@ def leans_on_end(pattern: str) -> bool:
         after = tail_nullable
         for op, arg in reversed(list(items)):
             if op in single:
-                if after and matches_nul(op, arg):
+                if after and _matches_nul(op, arg, sre):
                     return True
             elif op is sre.AT:
                 if arg in end_codes:
@@ -1213,9 +1343,10 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     r"""``(HEAD, BEFORE)`` for each way a match of ``pattern`` can run to the end of the text:
     the whole pattern is ``HEAD`` + everything (:func:`tail_split`; ``BEFORE`` is empty), or one
     of its top-level alternatives is (``BEFORE``: the alternatives before it, which the regex
-    tries first), or it is ``\s*(?:A1|...|Ak)`` with no ``Ai`` able to start with whitespace
-    (then it is ``\s*A1|...|\s*Ak``: the run is taken whole whichever alternative matches)
-    and some ``\s*Ai`` is. A held match from where ``HEAD`` matched, where no ``BEFORE``
+    tries first), or it is ``L\s*(?:A1|...|Ak)``, ``L`` a literal or nothing, with no ``Ai``
+    able to start with whitespace (then it is ``L\s*A1|...|L\s*Ak``: the run is taken whole
+    whichever alternative matches; an ``Ai`` may be ``\Z``, as gigachat3's
+    ``\}\s*(?:(?:<\|message_sep\|>|</s>)[\s\S]*|\Z)``) and some ``L\s*Ai`` is. A held match from where ``HEAD`` matched, where no ``BEFORE``
     matches even partially, runs to the end of the text whatever follows. Conservative:
     ``[]`` for what it does not understand."""
     if regex_only(pattern):
@@ -1226,14 +1357,17 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     try:
         branches = _split_alternatives(pattern)
         if len(branches) == 1:
-            body = pattern[3:]
-            if not pattern.startswith("\\s*(?:") or _group_end(body, 0) != len(body) - 1:
+            # LIT\s*(?:A1|...|Ak), LIT a literal or nothing: LIT matches one way, and the
+            # run is taken whole whichever alternative matches
+            at = pattern.find("\\s*(?:")
+            lit, body = pattern[:at], pattern[at + 3 :]
+            if at < 0 or (lit and _literal_text(lit) is None) or _group_end(body, 0) != len(body) - 1:
                 return []
             alternatives = _split_alternatives(body[3:-1])
             for alternative in alternatives:
-                if any(regex.match(r"\s", c) for c in _required_firsts(alternative)):
-                    return []
-            branches = ["\\s*" + alternative for alternative in alternatives]
+                if alternative != "\\Z" and any(regex.match(r"\s", c) for c in _required_firsts(alternative)):
+                    return []  # (\Z matches after the whole run only)
+            branches = [lit + "\\s*" + alternative for alternative in alternatives]
     except (_Unknown, IndexError):
         return []
     out = []

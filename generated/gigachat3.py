@@ -180,6 +180,9 @@ _RE_TOOL_CALLS_OPEN_0_REST_8 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_8 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 8: run)
+_RE_TAIL_40 = _regex.compile(
+    "\\}\\s*(?:<\\|message_sep\\|>|</s>)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -449,6 +452,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            tails=((_RE_TAIL_40, ()),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)

@@ -41,6 +41,11 @@ CASES = [
     ("qwen3", "Hello", " \t\n", ["<|im_end|>", "more text", ""]),
     ("deepseek-v3.2", 'x<｜DSML｜function_calls>\n<｜DSML｜invoke name="', "get_w", ['">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>', '"', ""]),
     ("minimax-m2", '<minimax:tool_call>\n<invoke name="', "abc_", ['">\n</invoke>\n</minimax:tool_call>', "\n", ""]),
+    # a call list being written, its open's lookahead over the whole list still pending
+    # (regexinfo.gap_split: held until the literal every end of the list ends with)
+    ("lfm2", '<|tool_call_start|>[get_weather(city="', "Pa ris,)]", ['")]<|tool_call_end|>ok', '")]<|im_end|>', '")]', "", '")] <|tool_call_end|>']),
+    ("llama3.2-pythonic", "[f(a='", "x y)]", ["')]<|eot_id|>", "')]<|eom_id|>x", "')]", "<|eot_id|>", ""]),
+    ("llama4", '<|python_start|>[f(a="', "x y)]|", ['")]<|python_end|>', '")]<|eot|>', '")]', "<|eom|>", ""]),
 ]
 
 
@@ -76,13 +81,15 @@ def test_long_holds_match_the_reference(name, head, run, endings):
     held_lasting = 0
     for case in range(12):
         length = rng.choice([300, 700, 1500, 3000])
-        text = head + "".join(rng.choice(run) for _ in range(length)) + rng.choice(endings)
+        body = head + "".join(rng.choice(run) for _ in range(length))
+        text = body + rng.choice(endings)
         chunks = _chunks(rng, text)
         ref = harness.run_stream(lambda: chat_parsing.ResponseParser(template, prefix=""), chunks, 60)
         got = harness.run_stream(lambda: compiled.parser(prefix=""), chunks, 60)
         diff = harness.compare(ref, got, False)
         assert diff is None, f"{name} case {case}: {diff}; chunks={chunks!r}"
-        held_lasting += _holds_lastingly(compiled, chunks)  # the mechanism under test engaged
+        # the mechanism under test engaged while the run was written (not only after it)
+        held_lasting += _holds_lastingly(compiled, _chunks(rng, body))
     if (name, head) not in UNCOVERED:
         assert held_lasting, f"{name}: no lasting hold engaged (the long run was rescanned at every chunk)"
 
