@@ -1245,6 +1245,109 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
+    found = _run_splits(pattern)
+    try:
+        lead_in, branches = _first_branches(pattern)
+    except (_Unknown, IndexError):
+        lead_in, branches = "", []
+    for branch in branches:
+        # (a HEAD that reaches into the alternative: a held text it starts names that one)
+        found += [split for split in _run_splits(branch, True) if len(split[0]) > len(lead_in) and split not in found]
+    return found
+
+
+def _first_branches(pattern: str) -> tuple[str, list[str]]:
+    r"""The branches ``W A1 R``, ..., ``W Ak R`` of a pattern ``W(?:A1|...|Ak)R`` whose leading group's
+    alternatives start with characters of their own (no two share a first character, none
+    is whitespace) after ``W``, nothing or a whitespace run: a match goes through the
+    alternative its first character after the run names, so a held text that is ``W Ai``'s
+    head then a run is held by that alternative alone (gpt-oss's tool header, in two
+    orders: ``\s*(?:<\|channel\|>... to=functions\.NAME|to=functions\.NAME\s*<\|channel\|>...)``).
+    No branches for any other pattern. Returns ``(W, branches)``."""
+    lead_in = next((w for w in ("\\s*", "\\s+") if pattern.startswith(w)), "")
+    at = len(lead_in)
+    if not pattern.startswith("(?:", at):
+        return lead_in, []
+    close = _group_end(pattern, at)
+    after = pattern[close + 1 :]
+    if after[:1] in ("?", "*", "+", "{"):
+        return lead_in, []
+    alternatives = _split_alternatives(pattern[at + 3 : close])
+    seen: set[str] = set()
+    for alternative in alternatives:
+        firsts = _required_firsts(alternative)
+        if seen & firsts or any(c.isspace() for c in firsts):
+            return lead_in, []
+        seen |= firsts
+    return lead_in, [lead_in + alternative + after for alternative in alternatives] if len(alternatives) > 1 else []
+
+
+def _fixed_texts(pattern: str, limit: int = 64) -> set[str] | None:
+    """The texts of a pattern of literal characters and groups of alternatives (no
+    quantifiers), or None (for anything else, or more than ``limit`` texts)."""
+    texts = [""]
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "(":
+            close = _group_end(pattern, i)
+            inner = pattern[i + 1 : close]
+            if inner.startswith("?:"):
+                inner = inner[2:]
+            elif inner.startswith("?P<"):
+                inner = inner[inner.find(">") + 1 :]
+            elif inner.startswith("?"):
+                return None
+            options: set[str] = set()
+            for branch in _split_alternatives(inner):
+                sub = _fixed_texts(branch, limit)
+                if sub is None:
+                    return None
+                options |= sub
+            end = close + 1
+        elif c == "\\":
+            try:
+                char, end = _escape(pattern, i)
+            except _Unknown:
+                return None
+            options = {char}
+        elif c in _META:
+            return None
+        else:
+            options, end = {c}, i + 1
+        if pattern[end : end + 1] in ("?", "*", "+", "{"):
+            return None
+        texts = [t + o for t in texts for o in options]
+        if len(texts) > limit:
+            return None
+        i = end
+    return set(texts)
+
+
+def _one_way_head(head: str) -> bool:
+    """``head`` is a whitespace run (or nothing) then a fixed text, one of a few that none
+    starts another (nor with whitespace): a text that starts with a match of it splits
+    into that match and the rest one way only."""
+    for w in ("\\s*", "\\s+"):
+        if head.startswith(w):
+            head = head[len(w) :]
+            break
+    try:
+        texts = _fixed_texts(head)
+    except (_Unknown, IndexError):
+        return False
+    if not texts or any(not t or t[0].isspace() for t in texts):
+        return False
+    return not any(a != b and b.startswith(a) for a in texts for b in texts)
+
+
+def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str, str, str]]:
+    """:func:`run_splits` of a pattern with no top-level alternatives. With
+    ``general_stop``, also a run followed by more than one literal character: ``REST``
+    whose every match starts with whitespace or characters the run does not take (a
+    known lead), after a ``HEAD`` that matches one way (:func:`_one_way_head`); then no
+    way of matching has gone past the run while only its characters follow, ``F`` is ""
+    and nothing is checked at run time."""
     found = []
     for match in _RUN_ITEM.finditer(pattern):
         start, end = match.span()
@@ -1259,14 +1362,23 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
             # follow (``F`` is "": nothing that ends it can be consumed)
             found.append((head, run_class, "", ""))
             continue
-        if not _balanced(head) or not rest or (rest[0] in _META and rest[0] != "\\"):
+        if not _balanced(head) or not rest:
             continue
         try:
+            if rest[0] in _META and rest[0] != "\\":
+                raise _Unknown
             char, next_at = _escape(rest, 0) if rest[0] == "\\" else (rest[0], 1)
         except _Unknown:
-            continue
+            char, next_at = "", 0
         if len(char) != 1 or rest[next_at : next_at + 1] in ("?", "*", "{", "+"):
-            continue  # not one required literal character
+            # not one required literal character: a REST that starts out of the run
+            info = lead(rest) if general_stop and _one_way_head(head) else None
+            if info is not None and not any(
+                regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
+                for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
+            ):
+                found.append((head, run_class, "", ""))
+            continue
         if regex.fullmatch(run_class, char, flags=regex.DOTALL) is not None:
             continue  # the run could swallow it
         found.append((head, run_class, char, rest[next_at:]))
