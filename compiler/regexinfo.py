@@ -1238,32 +1238,51 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     in an ``F`` is ``HEAD C* F`` with the rest a beginning of ``REST``). So a parser may
     hold such a match without rescanning it (runtime/base.py).
     """
-    if regex_only(pattern) or any(token in pattern for token in _LOOKS_AROUND):
-        return []
-    if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
+    if regex_only(pattern) or regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
         return []
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
-    found = _run_splits(pattern)
+    found = [] if _looks_around(pattern) else _run_splits(pattern)
     try:
         lead_in, branches = _first_branches(pattern)
     except (_Unknown, IndexError):
         lead_in, branches = "", []
-    for branch in branches:
-        # (a HEAD that reaches into the alternative: a held text it starts names that one)
-        found += [split for split in _run_splits(branch, True) if len(split[0]) > len(lead_in) and split not in found]
+    for number, (branch, _) in enumerate(branches):
+        if _looks_around(branch):
+            continue
+        others = [prefix for k, (_, prefixes) in enumerate(branches) if k != number for prefix in prefixes]
+        for split in _run_splits(branch, True):
+            # a HEAD that reaches into the alternative far enough to rule out the others: a
+            # held text it starts is held by this alternative alone
+            try:
+                reached = _required_prefixes(split[0][len(lead_in) :]) if len(split[0]) > len(lead_in) else set()
+            except (_Unknown, IndexError):
+                continue
+            if reached and _apart(reached, others) and split not in found:
+                found.append(split)
     return found
 
 
-def _first_branches(pattern: str) -> tuple[str, list[str]]:
-    r"""The branches ``W A1 R``, ..., ``W Ak R`` of a pattern ``W(?:A1|...|Ak)R`` whose leading group's
-    alternatives start with characters of their own (no two share a first character, none
-    is whitespace) after ``W``, nothing or a whitespace run: a match goes through the
-    alternative its first character after the run names, so a held text that is ``W Ai``'s
-    head then a run is held by that alternative alone (gpt-oss's tool header, in two
-    orders: ``\s*(?:<\|channel\|>... to=functions\.NAME|to=functions\.NAME\s*<\|channel\|>...)``).
-    No branches for any other pattern. Returns ``(W, branches)``."""
+def _looks_around(pattern: str) -> bool:
+    return any(token in pattern for token in _LOOKS_AROUND)
+
+
+def _apart(some: set[str], others: list[str]) -> bool:
+    """No text starts with one of ``some`` and one of ``others``."""
+    return not any(a.startswith(b) or b.startswith(a) for a in some for b in others)
+
+
+def _first_branches(pattern: str) -> tuple[str, list[tuple[str, set[str]]]]:
+    r"""The branches ``W A1 R``, ..., ``W Ak R`` of a pattern ``W(?:A1|...|Ak)R``, ``W`` nothing
+    or a whitespace run, each with the literal prefixes one of which every match of its
+    alternative starts with (a lookahead's own, for an alternative that starts with one),
+    when no text starts with prefixes of two alternatives and none starts with whitespace:
+    a match goes through the one alternative the text after the run names, so a held text
+    that reaches far enough into ``W Ai`` is held by that alternative alone (gpt-oss's tool
+    header, in two orders: ``\s*(?:<\|channel\|>... to=functions\.NAME|to=functions\.NAME\s*<\|channel\|>...)``;
+    lfm2's call close ``\s*(?:<\|tool_call_end\|>\s*|(?=<\|im_end\|>))``). No branches for any
+    other pattern. Returns ``(W, branches)``."""
     lead_in = next((w for w in ("\\s*", "\\s+") if pattern.startswith(w)), "")
     at = len(lead_in)
     if not pattern.startswith("(?:", at):
@@ -1273,13 +1292,18 @@ def _first_branches(pattern: str) -> tuple[str, list[str]]:
     if after[:1] in ("?", "*", "+", "{"):
         return lead_in, []
     alternatives = _split_alternatives(pattern[at + 3 : close])
-    seen: set[str] = set()
+    branches: list[tuple[str, set[str]]] = []
     for alternative in alternatives:
-        firsts = _required_firsts(alternative)
-        if seen & firsts or any(c.isspace() for c in firsts):
+        if alternative.startswith("(?="):
+            prefixes = _required_prefixes(alternative[3 : _group_end(alternative, 0)])
+        else:
+            prefixes = _required_prefixes(alternative)
+        if not prefixes or any(not p or p[0].isspace() for p in prefixes):
             return lead_in, []
-        seen |= firsts
-    return lead_in, [lead_in + alternative + after for alternative in alternatives] if len(alternatives) > 1 else []
+        if not _apart(prefixes, [p for _, seen in branches for p in seen]):
+            return lead_in, []
+        branches.append((lead_in + alternative + after, prefixes))
+    return lead_in, branches if len(branches) > 1 else []
 
 
 def _fixed_texts(pattern: str, limit: int = 64) -> set[str] | None:

@@ -61,6 +61,18 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -85,7 +97,7 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_14 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -324,7 +336,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_2_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -351,7 +371,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
         # the free state
@@ -378,7 +398,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
     )

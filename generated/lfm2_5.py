@@ -69,6 +69,18 @@ _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_3_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_3_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -105,7 +117,7 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_23 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -468,7 +480,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_3_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_3_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_3_RUN_0,
+                    "",
+                ),
+            ),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -504,7 +524,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -546,7 +566,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -54,6 +54,18 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -66,10 +78,34 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_8 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|eot\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|eot\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_3_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_3_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_TAIL_20 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*<\\|python_end\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -409,8 +445,16 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
-            tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_2_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -429,8 +473,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_8, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
         # the free state
@@ -449,8 +507,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
             ),
-            tails=((_RE_TAIL_8, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
     )

@@ -44,6 +44,9 @@ CASES = [
     # a call list being written, its open's lookahead over the whole list still pending
     # (regexinfo.gap_split: held until the literal every end of the list ends with)
     ("lfm2", '<|tool_call_start|>[get_weather(city="', "Pa ris,)]", ['")]<|tool_call_end|>ok', '")]<|im_end|>', '")]', "", '")] <|tool_call_end|>']),
+    # lfm2's call close \s*(?:<\|tool_call_end\|>\s*|(?=<\|im_end\|>)) followed by mixed whitespace:
+    # its match grows with the run (regexinfo.run_splits through its group)
+    ("lfm2", "<|tool_call_start|>[f(a=1)]<|tool_call_end|>", " \n\t", ["ok", "<|im_end|>", "", "<|tool_call_start|>[g()]<|tool_call_end|>"]),
     ("llama3.2-pythonic", "[f(a='", "x y)]", ["')]<|eot_id|>", "')]<|eom_id|>x", "')]", "<|eot_id|>", ""]),
     ("llama4", '<|python_start|>[f(a="', "x y)]|", ['")]<|python_end|>', '")]<|eot|>', '")]', "<|eom|>", ""]),
 ]
