@@ -192,3 +192,51 @@ def _holds_run(compiled, chunks: list[str], run_class: str) -> bool:
     except ValueError:
         pass
     return False
+
+
+#: pieces of random opens P(?=H.*T) that wait for a whole call list (regexinfo.gap_split)
+_LOOK_P = ["x", "\\s*", "<t>\\s*", "(?:\\A\\s*|<t>\\s*)"]
+_LOOK_H = ["\\[", "\\[\\s*[a-z]+\\s*\\(", "a"]
+_LOOK_T = ["\\)\\s*\\]\\s*(?:<e>|<m>|\\Z)", "\\)(?:<e>|\\Z)", "b>", "\\](?:<e>|<xe>)"]
+_LOOK_ALPHABET = ["[", "(", ")", "]", "<e>", "<m>", "<xe>", "<t>", "a", "b", "b>", " ", "\n", "f", "x", "<"]
+
+
+def test_random_lookahead_gaps_match_the_reference():
+    """Random templates whose open waits for a whole call list, ``P(?=H.*T)``, on texts that
+    write its head and then a long body, in random chunks: every event equals the
+    reference's, and the held match lasts (no rescan) while the body is written."""
+    rng = random.Random("long-holds-lookahead")
+    engaged = 0
+    for case in range(120):
+        head = rng.choice(_LOOK_H)
+        pattern = rng.choice(_LOOK_P) + "(?=" + head + rng.choice([".*", ".*?"]) + rng.choice(_LOOK_T) + ")"
+        close = rng.choice(["\\s*(?:<e>|<m>)[\\s\\S]*", "</x>", "\\s*(?:<e>\\s*|(?=<m>))"])
+        template = {
+            "start_anchor": "<S>",
+            "fields": {"content": {"content": "text"}, "x": {"open_pattern": pattern, "close_pattern": close, "content": "text"}},
+        }
+        compiled = respc.compile_template(template)
+        lead_in = rng.choice(["", " ", "<t>", "x", "ab "])
+        opening = {"\\[": "[", "\\[\\s*[a-z]+\\s*\\(": "[ fa(", "a": "a"}[head]
+        body = lead_in + opening + "".join(rng.choice("ab ()x\n[é") for _ in range(rng.randint(260, 900)))
+        text = body + "".join(rng.choice(_LOOK_ALPHABET) for _ in range(rng.randint(0, 6)))
+        chunks = _chunks(rng, text)
+        ref = harness.run_stream(lambda: chat_parsing.ResponseParser(template, prefix=""), chunks, 60)
+        got = harness.run_stream(lambda: compiled.parser(prefix=""), chunks, 60)
+        diff = harness.compare(ref, got, False)
+        assert diff is None, f"case {case}: pattern {pattern!r}, close {close!r}: {diff}; chunks={chunks!r}"
+        engaged += _holds_gap(compiled, _chunks(rng, body))
+    assert engaged >= 40, f"only {engaged} of 120 cases held the call list lastingly"
+
+
+def _holds_gap(compiled, chunks: list[str]) -> bool:
+    """True when some feed of ``chunks`` set the held text aside until a literal (a gap memo)."""
+    parser = compiled.parser(prefix="")
+    try:
+        for chunk in chunks:
+            parser.feed(chunk)
+            if type(parser._stable) is str and parser._stable:
+                return True
+    except ValueError:
+        pass
+    return False
