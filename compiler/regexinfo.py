@@ -652,6 +652,8 @@ def _lookahead_gap_split(pattern: str) -> tuple[str, str] | None:
     if start is None or not pattern.startswith("(?=", start) or _group_end(pattern, start) != len(pattern) - 1:
         return None
     before, body = pattern[:start], pattern[start + 3 : -1]
+    if "(?" in (before + body).replace("(?:", "").replace("(?P<", ""):
+        return None  # other lookarounds, inline flags ((?i) would match what str.find misses), ...
     split = None
     for i, c, depth in _structure(body):
         if depth == 0 and c == "|":

@@ -501,6 +501,8 @@ def test_lookahead_gap_split_examples():
         r"x(?=a.*[ab])",  # (no literal)
         r"x|y(?=a.*b)",
         r"(?=a.*b)",  # (nothing before the lookahead)
+        r"(?i)x(?=a.*<b>)",  # (case-insensitive: the literal is not one text)
+        r"x(?=a.*(?i:<b>))",
     ]:
         assert gap_split(refused) is None, refused
 
