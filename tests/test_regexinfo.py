@@ -555,6 +555,9 @@ def test_run_splits_through_a_leading_group():
     )
     # the name written after to=functions. (the recipient first), held by that alternative alone
     assert (r"\s*to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
-    # alternatives that share a first character do not name one: nothing through the group
-    assert all(split[0] in ("", r"\s*") or "(?:" in split[0] for split in run_splits(r"\s*(?:<a=([^<]+)|<b)>"))
-    assert run_splits(r"(?:<a=[^<]+|<b)<") == []
+    # alternatives whose prefixes are apart name one (a lookahead alternative by its body's)
+    assert run_splits(r"(?:<a=[^<]+|<b)<") == [("<a=", "[^<]", "<", "")]
+    assert run_splits(r"\s*(?:<\|e\|>\s*|(?=<\|m\|>))") == [(r"\s*<\|e\|>", r"\s", "", "")]
+    # ... and alternatives one of whose prefixes starts another's do not: nothing through the group
+    assert run_splits(r"(?:<a=[^<]+|<a)<") == []
+    assert run_splits(r"\s*(?:<e>\s*|(?=<e))") == []
