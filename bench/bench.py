@@ -287,6 +287,9 @@ LONG_HOLDS = [
     ("whitespace run (qwen3: \\s*<|im_end|>)", "qwen3", "Hello", " "),
     ("tool name (qwen3-coder: <function=[^>\\n]+>)", "qwen3-coder", "<tool_call>\n<function=", "x"),
     ("header whitespace (gpt-oss: ...\\s*<|message|>)", "gpt-oss", "<|channel|>commentary to=functions.f <|constrain|>json", " "),
+    ("tool name (gpt-oss: to=functions.NAME, recipient first)", "gpt-oss",
+     "<|channel|>analysis<|message|>hm<|end|><|start|>assistant to=functions.f", "x"),
+    ("call list (lfm2: open's lookahead over the list)", "lfm2", '<|tool_call_start|>[get_weather(city="', "x"),
 ]
 
 
@@ -297,6 +300,8 @@ TAILS = [
     ("next turns after <|user|> (glm-4.5)", "glm-4.5", "\n<think>a</think>\nok<|user|>", "\nthanks<|assistant|>"),
     ("pads after a call's </s> (mistral-small-3.1)", "mistral-small-3.1",
      '[TOOL_CALLS] [{"name": "f", "arguments": {}, "id": "abcdefghi"}]</s>', "</s>"),
+    ("calls after a call's <|message_sep|> (gigachat3)", "gigachat3",
+     '<|function_call|>{"name": "f", "arguments": {"a": 1}}<|message_sep|>', "\n{}<|message_sep|>"),
 ]
 
 
@@ -596,6 +601,9 @@ def main() -> int:
         "--calls", type=int, help="linear: how many tool calls n (and 4n); default 500 (50 with --quick)"
     )
     parser.add_argument(
+        "--families", help="linear: the bundled families to run, comma-separated (default: every one with samples)"
+    )
+    parser.add_argument(
         "--tail-size", type=int, help="holds, tail: respc's largest held text in characters (default 4,000,000; "
         "1,000,000 with --quick), also run at a tenth and a hundredth of it"
     )
@@ -632,8 +640,7 @@ def main() -> int:
             "Text after the end of turn, 4-character chunks: held to finalize unscanned (flat cost per chunk)",
         ),
         "linear": lambda: bench_linear(
-            args.families.split(",") if args.families
-            else sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
+            args.families.split(",") if args.families else sorted(p.stem for p in (ROOT / "templates" / "samples").glob("*.json")),
             args.run or (1_000 if args.quick else 4_000), args.calls or (50 if args.quick else 500),
             RefParser is not None, 1 if args.quick else 3,
         ),

@@ -438,14 +438,11 @@ class _ScanWriter(Writer):
         # (regexinfo.ws_guarded): the same matches, not tried inside whitespace runs
         searched = self.regex_names.get(("guard", d.pattern), name)
         if d.gap is None:
-            if free and d.lead is None and "\\G" not in d.pattern:
-                self._remembered_search(searched, d.path, not any(t in d.pattern for t in ("(?=", "(?!", "(?(")))
-            else:
-                self._search(searched, d.lead, d.path)
+            self._first_search(searched, d, free)
         else:
             self._memo_check(d)
             with self.block("else:"):
-                self._search(searched, d.lead, d.path)
+                self._first_search(searched, d, free)
                 self._memo_store(d)
         if free and w.is_open and d.lead is None:
             # Progress rule (see docs/parity.md): no zero-width open again where a
@@ -466,6 +463,14 @@ class _ScanWriter(Writer):
                 # a match with named groups goes along: they join the transform scope (an
                 # open's, then a close's, which override the open's)
                 self.candidate("s", "e", w.action, "m" if d.groups else "None")
+
+    def _first_search(self, name: str, d: Delimiter, free: bool) -> None:
+        """``m`` = the regex's leftmost match from ``pos``: remembered in the free state when
+        no lead is known (see :meth:`_remembered_search`)."""
+        if free and d.lead is None and "\\G" not in d.pattern:
+            self._remembered_search(name, d.path, not any(t in d.pattern for t in ("(?=", "(?!", "(?(")))
+        else:
+            self._search(name, d.lead, d.path)
 
     def _search(self, name: str, info: Any, path: str) -> None:
         """``m`` = the regex's leftmost match (whole or partial) from ``pos``, or None."""

@@ -211,7 +211,7 @@ def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
         return Delimiter("regex", key, path, pattern=pattern, groups=groups, leans=leans)
     kind = "zero_width" if is_zero_width(pattern) else "regex"
     info = lead(pattern) if kind == "regex" else None
-    gap = gap_split(pattern) if info is not None else None
+    gap = gap_split(pattern) if kind == "regex" else None
     return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info, gap=gap, leans=leans)
 
 

@@ -660,14 +660,16 @@ def _literal_text(pattern: str) -> str | None:
 
 
 def gap_split(pattern: str) -> tuple[str, str] | None:
-    """Split ``A.*?B`` (or ``A.*B``) with a literal ``B`` into ``(A, B's text)``.
+    """Split ``A.*?B`` (or ``A.*B``) with a literal ``B`` into ``(A, B's text)``, or a
+    pattern that ends in a lookahead over such a gap, ``P(?=H.*T)``, into ``(P(?=H), X)``
+    (see :func:`_lookahead_gap_split`).
 
     With DOTALL, once ``A`` has matched, the gap absorbs any text, so a partial match
     of the whole pattern stays partial until ``B`` appears: a held match need not be
     searched again until then.
     """
     if "(?" in pattern.replace("(?:", "").replace("(?P<", ""):
-        return None
+        return _lookahead_gap_split(pattern)
     split = None
     for i, c, depth in _structure(pattern):
         if depth != 0:
@@ -683,6 +685,134 @@ def gap_split(pattern: str) -> tuple[str, str] | None:
     if text is None:
         return None
     return head, text
+
+
+#: what may look past a match or at the end of the text (in the parts of a lookahead gap)
+_GAP_UNSAFE = ("(?=", "(?!", "(?<=", "(?<!", "(?P=", "(?(", "\\b", "\\B", "\\Z", "\\z", "\\G", "$")
+
+
+def _lookahead_gap_split(pattern: str) -> tuple[str, str] | None:
+    r"""``(P(?=H), X)`` for a pattern ``P(?=H.*T)`` (or ``.*?``) that ends in a lookahead over
+    a gap, with ``X`` a literal every match of ``T`` that does not end at ``\Z`` ends with: the
+    longest common end of ``T``'s last literals (``T`` is a literal, or ``Y(?:L1|...|Lk)`` whose
+    alternatives are literals or ``\Z``). None otherwise (and for a pattern with other
+    lookarounds, end anchors, word boundaries or back references).
+
+    The call-list opens of llama3.2-pythonic, llama4 and lfm2
+    (``(?:\A\s*|<\|python_tag\|>\s*)(?=\[\s*NAME\s*\(.*\)\s*\]\s*(?:<\|eot_id\|>|<\|eom_id\|>|\Z))``):
+    once ``P(?=H)`` has matched at a position, the gap absorbs any text, so the pattern
+    matches there partially whatever follows, and completely only once some match of
+    ``T`` follows ``H``. A new match of ``T`` must end in the new text (``T`` reads nothing
+    past its match), so, before the end of the stream, with ``X`` (``_id|>``) at its end;
+    one that ends at ``\Z`` (the text's end, while streaming) leans on that end, and the
+    rule for such matches (the text with one more character, ``\x00``, must give it again:
+    scan.edge_moves) rejects it when ``Y`` cannot end in ``\x00``, which is required. So a
+    held match stays held, the same, until ``X`` shows up: the memo of :func:`gap_split`.
+    """
+    if regex_only(pattern) or not pattern.endswith(")"):
+        return None
+    start = None
+    for i, c, depth in _structure(pattern):
+        if depth == 0 and c == "|":
+            return None
+        if depth == 0 and c == "(":
+            start = i
+    if start is None or not pattern.startswith("(?=", start) or _group_end(pattern, start) != len(pattern) - 1:
+        return None
+    before, body = pattern[:start], pattern[start + 3 : -1]
+    if "(?" in (before + body).replace("(?:", "").replace("(?P<", ""):
+        return None  # other lookarounds, inline flags ((?i) would match what str.find misses), ...
+    split = None
+    for i, c, depth in _structure(body):
+        if depth == 0 and c == "|":
+            return None
+        if c == "." and depth == 0 and body.startswith(".*", i):
+            split = (i, i + (3 if body.startswith(".*?", i) else 2))
+    if split is None or not before:
+        return None
+    head, tail = body[: split[0]], body[split[1] :]
+    if any(token in part for part in (before, head) for token in _GAP_UNSAFE):
+        return None
+    if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
+        return None
+    ends = _literal_ends(tail)
+    if not ends:
+        return None
+    common = ends[0]
+    for end in ends[1:]:
+        while not end.endswith(common):
+            common = common[1:]
+    if not common:
+        return None
+    return f"{before}(?={head})" if head else before, common
+
+
+def _literal_ends(tail: str) -> list[str]:
+    r"""The literals a match of ``tail`` that does not end at ``\Z`` ends with: ``tail`` a
+    literal, or ``Y(?:L1|...|Lk)`` with each ``Li`` a literal or ``\Z``, ``Y`` reading nothing
+    past its match and, when some ``Li`` is ``\Z``, unable to end in ``\x00`` (nor match
+    empty). [] when it is none of those."""
+    text = _literal_text(tail)
+    if text is not None:
+        return [text]
+    if not tail.endswith(")"):
+        return []
+    start = None
+    for i, c, depth in _structure(tail):
+        if depth == 0 and c == "(":
+            start = i
+    if start is None or not tail.startswith("(?:", start) or _group_end(tail, start) != len(tail) - 1:
+        return []
+    lead_in = tail[:start]
+    if any(token in lead_in for token in _GAP_UNSAFE):
+        return []
+    ends, at_end = [], False
+    try:
+        for alternative in _split_alternatives(tail[start + 3 : -1]):
+            if alternative == "\\Z":
+                at_end = True
+                continue
+            text = _literal_text(alternative)
+            if text is None:
+                return []
+            ends.append(text)
+    except (_Unknown, IndexError):
+        return []
+    if at_end and _may_end_in_nul(lead_in):
+        return []
+    return ends
+
+
+def _may_end_in_nul(pattern: str) -> bool:
+    """Can a match of ``pattern`` end in ``\\x00``, or be empty? (Conservative: True when
+    the pattern is not understood.)"""
+    parsed = _sre_tree(pattern) if pattern else None
+    if parsed is None:
+        return True
+    tree, sre = parsed
+
+    def may_end(items) -> bool | None:
+        """True: some match ends in ``\\x00``; False: none does, and none is empty; None:
+        none does, but one is empty (what comes before decides)."""
+        for op, arg in reversed(list(items)):
+            if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
+                return _matches_nul(op, arg, sre)
+            if op is sre.SUBPATTERN:
+                found = may_end(arg[-1])
+            elif op is sre.BRANCH:
+                outcomes = [may_end(alt) for alt in arg[1]]
+                found = True if True in outcomes else (None if None in outcomes else False)
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+                found = may_end(arg[2])
+                if found is False and arg[0] == 0:
+                    found = None
+            else:
+                return True  # (anchors and lookarounds are refused before this is asked)
+            if found is not None:
+                return found
+        return None
+
+    return may_end(tree) is not False
 
 
 _KEY_GROUP = "(?P<key>"
@@ -886,6 +1016,29 @@ def _sre_tree(pattern: str) -> tuple[Any, Any] | None:
         return None
 
 
+def _matches_nul(op: Any, arg: Any, sre: Any) -> bool:
+    """Does the one-character parse-tree item ``(op, arg)`` match ``\\x00``?"""
+    if op is sre.LITERAL:
+        return arg == 0
+    if op is sre.NOT_LITERAL or op is sre.ANY:
+        return arg != 0 if op is sre.NOT_LITERAL else True
+    # IN: a class; \x00 is in it (or out of it, negated) by its items
+    negate = False
+    found = False
+    for item_op, item_arg in arg:
+        if item_op is sre.NEGATE:
+            negate = True
+        elif item_op is sre.LITERAL:
+            found = found or item_arg == 0
+        elif item_op is sre.RANGE:
+            found = found or item_arg[0] == 0
+        elif item_op is sre.CATEGORY:
+            found = found or item_arg in (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
+        else:
+            return True  # unknown: assume it does
+    return found != negate
+
+
 def leans_on_end(pattern: str) -> bool:
     """True when a complete match of ``pattern`` that ends *before* the end of the text may
     change if the text goes on (transformers 5.24's rule: such a match is final only if
@@ -908,27 +1061,6 @@ def leans_on_end(pattern: str) -> bool:
     end_codes = {sre.AT_END, sre.AT_END_STRING, sre.AT_END_LINE}
     single = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
     repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
-
-    def matches_nul(op, arg) -> bool:
-        if op is sre.LITERAL:
-            return arg == 0
-        if op is sre.NOT_LITERAL or op is sre.ANY:
-            return arg != 0 if op is sre.NOT_LITERAL else True
-        # IN: a class; \x00 is in it (or out of it, negated) by its items
-        negate = False
-        found = False
-        for item_op, item_arg in arg:
-            if item_op is sre.NEGATE:
-                negate = True
-            elif item_op is sre.LITERAL:
-                found = found or item_arg == 0
-            elif item_op is sre.RANGE:
-                found = found or item_arg[0] == 0
-            elif item_op is sre.CATEGORY:
-                found = found or item_arg in (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
-            else:
-                return True  # unknown: assume it does
-        return found != negate
 
     def nullable(items) -> bool:
         return all(nullable_item(op, arg) for op, arg in items)
@@ -954,7 +1086,7 @@ def leans_on_end(pattern: str) -> bool:
         after = tail_nullable
         for op, arg in reversed(list(items)):
             if op in single:
-                if after and matches_nul(op, arg):
+                if after and _matches_nul(op, arg, sre):
                     return True
             elif op is sre.AT:
                 if arg in end_codes:
@@ -1355,13 +1487,140 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     in an ``F`` is ``HEAD C* F`` with the rest a beginning of ``REST``). So a parser may
     hold such a match without rescanning it (runtime/base.py).
     """
-    if regex_only(pattern) or any(token in pattern for token in _LOOKS_AROUND):
-        return []
-    if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
+    if regex_only(pattern) or regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", pattern):
         return []
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
+    found = [] if _looks_around(pattern) else _run_splits(pattern)
+    try:
+        lead_in, branches = _first_branches(pattern)
+    except (_Unknown, IndexError):
+        lead_in, branches = "", []
+    for number, (branch, _) in enumerate(branches):
+        if _looks_around(branch):
+            continue
+        others = [prefix for k, (_, prefixes) in enumerate(branches) if k != number for prefix in prefixes]
+        for split in _run_splits(branch, True):
+            # a HEAD that reaches into the alternative far enough to rule out the others: a
+            # held text it starts is held by this alternative alone
+            try:
+                reached = _required_prefixes(split[0][len(lead_in) :]) if len(split[0]) > len(lead_in) else set()
+            except (_Unknown, IndexError):
+                continue
+            if reached and _apart(reached, others) and split not in found:
+                found.append(split)
+    return found
+
+
+def _looks_around(pattern: str) -> bool:
+    return any(token in pattern for token in _LOOKS_AROUND)
+
+
+def _apart(some: set[str], others: list[str]) -> bool:
+    """No text starts with one of ``some`` and one of ``others``."""
+    return not any(a.startswith(b) or b.startswith(a) for a in some for b in others)
+
+
+def _first_branches(pattern: str) -> tuple[str, list[tuple[str, set[str]]]]:
+    r"""The branches ``W A1 R``, ..., ``W Ak R`` of a pattern ``W(?:A1|...|Ak)R``, ``W`` nothing
+    or a whitespace run, each with the literal prefixes one of which every match of its
+    alternative starts with (a lookahead's own, for an alternative that starts with one),
+    when no text starts with prefixes of two alternatives and none starts with whitespace:
+    a match goes through the one alternative the text after the run names, so a held text
+    that reaches far enough into ``W Ai`` is held by that alternative alone (gpt-oss's tool
+    header, in two orders: ``\s*(?:<\|channel\|>... to=functions\.NAME|to=functions\.NAME\s*<\|channel\|>...)``;
+    lfm2's call close ``\s*(?:<\|tool_call_end\|>\s*|(?=<\|im_end\|>))``). No branches for any
+    other pattern. Returns ``(W, branches)``."""
+    lead_in = next((w for w in ("\\s*", "\\s+") if pattern.startswith(w)), "")
+    at = len(lead_in)
+    if not pattern.startswith("(?:", at):
+        return lead_in, []
+    close = _group_end(pattern, at)
+    after = pattern[close + 1 :]
+    if after[:1] in ("?", "*", "+", "{"):
+        return lead_in, []
+    alternatives = _split_alternatives(pattern[at + 3 : close])
+    branches: list[tuple[str, set[str]]] = []
+    for alternative in alternatives:
+        if alternative.startswith("(?="):
+            prefixes = _required_prefixes(alternative[3 : _group_end(alternative, 0)])
+        else:
+            prefixes = _required_prefixes(alternative)
+        if not prefixes or any(not p or p[0].isspace() for p in prefixes):
+            return lead_in, []
+        if not _apart(prefixes, [p for _, seen in branches for p in seen]):
+            return lead_in, []
+        branches.append((lead_in + alternative + after, prefixes))
+    return lead_in, branches if len(branches) > 1 else []
+
+
+def _fixed_texts(pattern: str, limit: int = 64) -> set[str] | None:
+    """The texts of a pattern of literal characters and groups of alternatives (no
+    quantifiers), or None (for anything else, or more than ``limit`` texts)."""
+    texts = [""]
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "(":
+            close = _group_end(pattern, i)
+            inner = pattern[i + 1 : close]
+            if inner.startswith("?:"):
+                inner = inner[2:]
+            elif inner.startswith("?P<"):
+                inner = inner[inner.find(">") + 1 :]
+            elif inner.startswith("?"):
+                return None
+            options: set[str] = set()
+            for branch in _split_alternatives(inner):
+                sub = _fixed_texts(branch, limit)
+                if sub is None:
+                    return None
+                options |= sub
+            end = close + 1
+        elif c == "\\":
+            try:
+                char, end = _escape(pattern, i)
+            except _Unknown:
+                return None
+            options = {char}
+        elif c in _META:
+            return None
+        else:
+            options, end = {c}, i + 1
+        if pattern[end : end + 1] in ("?", "*", "+", "{"):
+            return None
+        texts = [t + o for t in texts for o in options]
+        if len(texts) > limit:
+            return None
+        i = end
+    return set(texts)
+
+
+def _one_way_head(head: str) -> bool:
+    """``head`` is a whitespace run (or nothing) then a fixed text, one of a few that none
+    starts another (nor with whitespace): a text that starts with a match of it splits
+    into that match and the rest one way only."""
+    for w in ("\\s*", "\\s+"):
+        if head.startswith(w):
+            head = head[len(w) :]
+            break
+    try:
+        texts = _fixed_texts(head)
+    except (_Unknown, IndexError):
+        return False
+    if not texts or any(not t or t[0].isspace() for t in texts):
+        return False
+    return not any(a != b and b.startswith(a) for a in texts for b in texts)
+
+
+def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str, str, str]]:
+    """:func:`run_splits` of a pattern with no top-level alternatives. With
+    ``general_stop``, also a run followed by more than one literal character: ``REST``
+    whose every match starts with whitespace or characters the run does not take (a
+    known lead), after a ``HEAD`` that matches one way (:func:`_one_way_head`); then no
+    way of matching has gone past the run while only its characters follow, ``F`` is ""
+    and nothing is checked at run time."""
     found = []
     for match in _RUN_ITEM.finditer(pattern):
         start, end = match.span()
@@ -1376,14 +1635,23 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
             # follow (``F`` is "": nothing that ends it can be consumed)
             found.append((head, run_class, "", ""))
             continue
-        if not _balanced(head) or not rest or (rest[0] in _META and rest[0] != "\\"):
+        if not _balanced(head) or not rest:
             continue
         try:
+            if rest[0] in _META and rest[0] != "\\":
+                raise _Unknown
             char, next_at = _escape(rest, 0) if rest[0] == "\\" else (rest[0], 1)
         except _Unknown:
-            continue
+            char, next_at = "", 0
         if len(char) != 1 or rest[next_at : next_at + 1] in ("?", "*", "{", "+"):
-            continue  # not one required literal character
+            # not one required literal character: a REST that starts out of the run
+            info = lead(rest) if general_stop and _one_way_head(head) else None
+            if info is not None and not any(
+                regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
+                for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
+            ):
+                found.append((head, run_class, "", ""))
+            continue
         if regex.fullmatch(run_class, char, flags=regex.DOTALL) is not None:
             continue  # the run could swallow it
         found.append((head, run_class, char, rest[next_at:]))
@@ -1460,9 +1728,10 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     r"""``(HEAD, BEFORE)`` for each way a match of ``pattern`` can run to the end of the text:
     the whole pattern is ``HEAD`` + everything (:func:`tail_split`; ``BEFORE`` is empty), or one
     of its top-level alternatives is (``BEFORE``: the alternatives before it, which the regex
-    tries first), or it is ``\s*(?:A1|...|Ak)`` with no ``Ai`` able to start with whitespace
-    (then it is ``\s*A1|...|\s*Ak``: the run is taken whole whichever alternative matches)
-    and some ``\s*Ai`` is. A held match from where ``HEAD`` matched, where no ``BEFORE``
+    tries first), or it is ``L\s*(?:A1|...|Ak)``, ``L`` a literal or nothing, with no ``Ai``
+    able to start with whitespace (then it is ``L\s*A1|...|L\s*Ak``: the run is taken whole
+    whichever alternative matches; an ``Ai`` may be ``\Z``, as gigachat3's
+    ``\}\s*(?:(?:<\|message_sep\|>|</s>)[\s\S]*|\Z)``) and some ``L\s*Ai`` is. A held match from where ``HEAD`` matched, where no ``BEFORE``
     matches even partially, runs to the end of the text whatever follows. Conservative:
     ``[]`` for what it does not understand."""
     if regex_only(pattern):
@@ -1473,14 +1742,17 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     try:
         branches = _split_alternatives(pattern)
         if len(branches) == 1:
-            body = pattern[3:]
-            if not pattern.startswith("\\s*(?:") or _group_end(body, 0) != len(body) - 1:
+            # LIT\s*(?:A1|...|Ak), LIT a literal or nothing: LIT matches one way, and the
+            # run is taken whole whichever alternative matches
+            at = pattern.find("\\s*(?:")
+            lit, body = pattern[:at], pattern[at + 3 :]
+            if at < 0 or (lit and _literal_text(lit) is None) or _group_end(body, 0) != len(body) - 1:
                 return []
             alternatives = _split_alternatives(body[3:-1])
             for alternative in alternatives:
-                if any(regex.match(r"\s", c) for c in _required_firsts(alternative)):
-                    return []
-            branches = ["\\s*" + alternative for alternative in alternatives]
+                if alternative != "\\Z" and any(regex.match(r"\s", c) for c in _required_firsts(alternative)):
+                    return []  # (\Z matches after the whole run only)
+            branches = [lit + "\\s*" + alternative for alternative in alternatives]
     except (_Unknown, IndexError):
         return []
     out = []

@@ -81,13 +81,61 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
-_RE_TAIL_10 = _regex.compile(
+_RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
+    "(?:\\s*\\])\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_4_PAST_0 = _regex.compile(
+    "(?:\\s*\\])\\s*<", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_4_REST_0 = _regex.compile(
+    "(?:\\|tools_suffix\\|>\\s*)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_4_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_4_ALIVE_1 = _regex.compile(
+    "(?:\\s*\\]\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_4_PAST_1 = _regex.compile(
+    "(?:\\s*\\]\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_4_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_4_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_4_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_4_RUN_2 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_CONTENT_CLOSE_4_ALIVE_3 = _regex.compile(
+    "(?:\\s*<\\|assistant_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: alive)
+_RE_CONTENT_CLOSE_4_PAST_3 = _regex.compile(
+    "(?:\\s*<\\|assistant_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: past)
+_RE_CONTENT_CLOSE_4_REST_3 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: rest)
+_RE_CONTENT_CLOSE_4_RUN_3 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: run)
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|assistant_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*\\]\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -438,13 +486,41 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_2,
+                    _RE_CONTENT_CLOSE_4_PAST_2,
+                    _RE_CONTENT_CLOSE_4_REST_2,
+                    _RE_CONTENT_CLOSE_4_RUN_2,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_3,
+                    _RE_CONTENT_CLOSE_4_PAST_3,
+                    _RE_CONTENT_CLOSE_4_REST_3,
+                    _RE_CONTENT_CLOSE_4_RUN_3,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_10,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_11,
-                        _RE_TAIL_12,
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -468,13 +544,41 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_2,
+                    _RE_CONTENT_CLOSE_4_PAST_2,
+                    _RE_CONTENT_CLOSE_4_REST_2,
+                    _RE_CONTENT_CLOSE_4_RUN_2,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_3,
+                    _RE_CONTENT_CLOSE_4_PAST_3,
+                    _RE_CONTENT_CLOSE_4_REST_3,
+                    _RE_CONTENT_CLOSE_4_RUN_3,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_10,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_11,
-                        _RE_TAIL_12,
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -64,13 +64,25 @@ _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TAIL_6 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_10 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_7 = _regex.compile(
+_RE_TAIL_11 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_12 = _regex.compile(
     "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -397,13 +409,21 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_6,
+                    _RE_TAIL_10,
                     (
-                        _RE_TAIL_7,
-                        _RE_TAIL_8,
+                        _RE_TAIL_11,
+                        _RE_TAIL_12,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -418,13 +438,21 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_6,
+                    _RE_TAIL_10,
                     (
-                        _RE_TAIL_7,
-                        _RE_TAIL_8,
+                        _RE_TAIL_11,
+                        _RE_TAIL_12,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

@@ -103,10 +103,34 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "[^<]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<｜tool▁calls▁end｜>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<｜tool▁calls▁end｜>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*<｜end▁of▁sentence｜>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*<｜end▁of▁sentence｜>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_26 = _regex.compile(
     "\\s*<｜end▁of▁sentence｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*<｜tool▁calls▁end｜>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -572,12 +596,26 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -608,12 +646,26 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -92,19 +92,67 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<response>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<response>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*</response>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*</response>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_3_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_3_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_CONTENT_CLOSE_3_ALIVE_3 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: alive)
+_RE_CONTENT_CLOSE_3_PAST_3 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: past)
+_RE_CONTENT_CLOSE_3_REST_3 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: rest)
+_RE_CONTENT_CLOSE_3_RUN_3 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 3: run)
+_RE_TAIL_32 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_33 = _regex.compile(
     "\\s*<response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_34 = _regex.compile(
     "\\s*</response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_35 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_36 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -626,23 +674,51 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_3,
+                    _RE_CONTENT_CLOSE_3_PAST_3,
+                    _RE_CONTENT_CLOSE_3_REST_3,
+                    _RE_CONTENT_CLOSE_3_RUN_3,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_32,
                     (
-                        _RE_TAIL_17,
-                        _RE_TAIL_18,
+                        _RE_TAIL_33,
+                        _RE_TAIL_34,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_17,
-                        _RE_TAIL_18,
-                        _RE_TAIL_20,
+                        _RE_TAIL_33,
+                        _RE_TAIL_34,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -673,23 +749,51 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_3,
+                    _RE_CONTENT_CLOSE_3_PAST_3,
+                    _RE_CONTENT_CLOSE_3_REST_3,
+                    _RE_CONTENT_CLOSE_3_RUN_3,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_32,
                     (
-                        _RE_TAIL_17,
-                        _RE_TAIL_18,
+                        _RE_TAIL_33,
+                        _RE_TAIL_34,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_17,
-                        _RE_TAIL_18,
-                        _RE_TAIL_20,
+                        _RE_TAIL_33,
+                        _RE_TAIL_34,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -54,13 +54,25 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TAIL_4 = _regex.compile(
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|eot_id\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|eot_id\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_8 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_5 = _regex.compile(
+_RE_TAIL_9 = _regex.compile(
     "\\s*(?=>>>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_6 = _regex.compile(
+_RE_TAIL_10 = _regex.compile(
     "\\s*>>>all\\n", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -295,7 +307,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_4, (_RE_TAIL_5,)),),
+            tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -306,12 +318,20 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_8,
                     (
-                        _RE_TAIL_6,
+                        _RE_TAIL_10,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -326,12 +346,20 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_8,
                     (
-                        _RE_TAIL_6,
+                        _RE_TAIL_10,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -114,13 +114,37 @@ _RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
     "[\\w.-]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
-_RE_TAIL_21 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<turn\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<turn\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|tool_response>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|tool_response>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_29 = _regex.compile(
     "\\s*<turn\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*<\\|tool_response>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_23 = _regex.compile(
+_RE_TAIL_31 = _regex.compile(
     "\\s*<turn\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -667,19 +691,33 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_29,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_30,
                     (
-                        _RE_TAIL_23,
+                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -717,19 +755,33 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_29,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_30,
                     (
-                        _RE_TAIL_23,
+                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -180,6 +180,270 @@ _RE_TOOL_CALLS_OPEN_0_REST_8 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_8 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 8: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_9 = _regex.compile(
+    "(?:\\s*<\\|message_sep\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 9: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_9 = _regex.compile(
+    "(?:\\s*<\\|message_sep\\|>)\\s*f", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 9: past)
+_RE_TOOL_CALLS_OPEN_0_REST_9 = _regex.compile(
+    '(?:unction call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 9: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_9 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 9: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_10 = _regex.compile(
+    "(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_10 = _regex.compile(
+    "(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: past)
+_RE_TOOL_CALLS_OPEN_0_REST_10 = _regex.compile(
+    '(?:\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_10 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 10: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_11 = _regex.compile(
+    "(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 11: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_11 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 11: past)
+_RE_TOOL_CALLS_OPEN_0_REST_11 = _regex.compile(
+    '(?:name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 11: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_11 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 11: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_12 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 12: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_12 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name")\\s*:',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 12: past)
+_RE_TOOL_CALLS_OPEN_0_REST_12 = _regex.compile(
+    '(?:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 12: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_12 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 12: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_13 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 13: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_13 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:)\\s*"',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 13: past)
+_RE_TOOL_CALLS_OPEN_0_REST_13 = _regex.compile(
+    '(?:(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 13: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_13 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 13: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_14 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 14: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_14 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*"',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 14: past)
+_RE_TOOL_CALLS_OPEN_0_REST_14 = _regex.compile(
+    '(?:\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 14: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_14 = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 14: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_15 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 15: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_15 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*,',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 15: past)
+_RE_TOOL_CALLS_OPEN_0_REST_15 = _regex.compile(
+    '(?:\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 15: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_15 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 15: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_16 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 16: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_16 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*"',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 16: past)
+_RE_TOOL_CALLS_OPEN_0_REST_16 = _regex.compile(
+    '(?:arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 16: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_16 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 16: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_17 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 17: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_17 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*:',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 17: past)
+_RE_TOOL_CALLS_OPEN_0_REST_17 = _regex.compile(
+    "(?:\\s*)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 17: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_17 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 17: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_18 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 18: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_18 = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 18: past)
+_RE_TOOL_CALLS_OPEN_0_REST_18 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 18: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_18 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 18: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_19 = _regex.compile(
+    "(?:\\s*<\\|function_call\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 19: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_19 = _regex.compile(
+    "(?:\\s*<\\|function_call\\|>)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 19: past)
+_RE_TOOL_CALLS_OPEN_0_REST_19 = _regex.compile(
+    '(?:\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 19: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_19 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 19: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_20 = _regex.compile(
+    "(?:\\s*<\\|function_call\\|>\\s*\\{)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 20: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_20 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 20: past)
+_RE_TOOL_CALLS_OPEN_0_REST_20 = _regex.compile(
+    '(?:name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 20: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_20 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 20: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_21 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name")\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 21: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_21 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name")\\s*:', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 21: past)
+_RE_TOOL_CALLS_OPEN_0_REST_21 = _regex.compile(
+    '(?:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 21: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_21 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 21: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_22 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:)\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 22: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_22 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:)\\s*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 22: past)
+_RE_TOOL_CALLS_OPEN_0_REST_22 = _regex.compile(
+    '(?:(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 22: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_22 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 22: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_23 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 23: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_23 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*"', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 23: past)
+_RE_TOOL_CALLS_OPEN_0_REST_23 = _regex.compile(
+    '(?:\\s*,\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 23: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_23 = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 23: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_24 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 24: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_24 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)")\\s*,', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 24: past)
+_RE_TOOL_CALLS_OPEN_0_REST_24 = _regex.compile(
+    '(?:\\s*"arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 24: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_24 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 24: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_25 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 25: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_25 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,)\\s*"',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 25: past)
+_RE_TOOL_CALLS_OPEN_0_REST_25 = _regex.compile(
+    '(?:arguments"\\s*:\\s*)', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 25: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_25 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 25: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_26 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 26: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_26 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments")\\s*:',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 26: past)
+_RE_TOOL_CALLS_OPEN_0_REST_26 = _regex.compile(
+    "(?:\\s*)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 26: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_26 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 26: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_27 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 27: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_27 = _regex.compile(
+    '(?:\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:)\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 27: past)
+_RE_TOOL_CALLS_OPEN_0_REST_27 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 27: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_27 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 27: run)
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_120 = _regex.compile(
+    "\\}\\s*(?:<\\|message_sep\\|>|</s>)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -449,6 +713,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
+            tails=((_RE_TAIL_120, ()),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -521,6 +786,146 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_PAST_8,
                     _RE_TOOL_CALLS_OPEN_0_REST_8,
                     _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_9,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_9,
+                    _RE_TOOL_CALLS_OPEN_0_REST_9,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_9,
+                    "f",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_10,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_10,
+                    _RE_TOOL_CALLS_OPEN_0_REST_10,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_10,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_11,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_11,
+                    _RE_TOOL_CALLS_OPEN_0_REST_11,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_11,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_12,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_12,
+                    _RE_TOOL_CALLS_OPEN_0_REST_12,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_12,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_13,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_13,
+                    _RE_TOOL_CALLS_OPEN_0_REST_13,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_13,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_14,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_14,
+                    _RE_TOOL_CALLS_OPEN_0_REST_14,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_14,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_15,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_15,
+                    _RE_TOOL_CALLS_OPEN_0_REST_15,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_15,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_16,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_16,
+                    _RE_TOOL_CALLS_OPEN_0_REST_16,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_16,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_17,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_17,
+                    _RE_TOOL_CALLS_OPEN_0_REST_17,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_17,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_18,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_18,
+                    _RE_TOOL_CALLS_OPEN_0_REST_18,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_18,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_19,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_19,
+                    _RE_TOOL_CALLS_OPEN_0_REST_19,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_19,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_20,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_20,
+                    _RE_TOOL_CALLS_OPEN_0_REST_20,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_20,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_21,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_21,
+                    _RE_TOOL_CALLS_OPEN_0_REST_21,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_21,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_22,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_22,
+                    _RE_TOOL_CALLS_OPEN_0_REST_22,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_22,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_23,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_23,
+                    _RE_TOOL_CALLS_OPEN_0_REST_23,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_23,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_24,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_24,
+                    _RE_TOOL_CALLS_OPEN_0_REST_24,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_24,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_25,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_25,
+                    _RE_TOOL_CALLS_OPEN_0_REST_25,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_25,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_26,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_26,
+                    _RE_TOOL_CALLS_OPEN_0_REST_26,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_26,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_27,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_27,
+                    _RE_TOOL_CALLS_OPEN_0_REST_27,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_27,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
             ),
@@ -596,6 +1001,146 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_0_PAST_8,
                     _RE_TOOL_CALLS_OPEN_0_REST_8,
                     _RE_TOOL_CALLS_OPEN_0_RUN_8,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_9,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_9,
+                    _RE_TOOL_CALLS_OPEN_0_REST_9,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_9,
+                    "f",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_10,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_10,
+                    _RE_TOOL_CALLS_OPEN_0_REST_10,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_10,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_11,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_11,
+                    _RE_TOOL_CALLS_OPEN_0_REST_11,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_11,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_12,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_12,
+                    _RE_TOOL_CALLS_OPEN_0_REST_12,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_12,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_13,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_13,
+                    _RE_TOOL_CALLS_OPEN_0_REST_13,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_13,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_14,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_14,
+                    _RE_TOOL_CALLS_OPEN_0_REST_14,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_14,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_15,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_15,
+                    _RE_TOOL_CALLS_OPEN_0_REST_15,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_15,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_16,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_16,
+                    _RE_TOOL_CALLS_OPEN_0_REST_16,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_16,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_17,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_17,
+                    _RE_TOOL_CALLS_OPEN_0_REST_17,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_17,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_18,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_18,
+                    _RE_TOOL_CALLS_OPEN_0_REST_18,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_18,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_19,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_19,
+                    _RE_TOOL_CALLS_OPEN_0_REST_19,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_19,
+                    "{",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_20,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_20,
+                    _RE_TOOL_CALLS_OPEN_0_REST_20,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_20,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_21,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_21,
+                    _RE_TOOL_CALLS_OPEN_0_REST_21,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_21,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_22,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_22,
+                    _RE_TOOL_CALLS_OPEN_0_REST_22,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_22,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_23,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_23,
+                    _RE_TOOL_CALLS_OPEN_0_REST_23,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_23,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_24,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_24,
+                    _RE_TOOL_CALLS_OPEN_0_REST_24,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_24,
+                    ",",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_25,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_25,
+                    _RE_TOOL_CALLS_OPEN_0_REST_25,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_25,
+                    '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_26,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_26,
+                    _RE_TOOL_CALLS_OPEN_0_REST_26,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_26,
+                    ":",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_27,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_27,
+                    _RE_TOOL_CALLS_OPEN_0_REST_27,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_27,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
             ),

@@ -53,19 +53,34 @@ _RE_TOOL_CALLS_OPEN_1 = _regex.compile(
     "\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern
-_RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_HEAD_2 = _regex.compile(
+    "\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (head)
+_RE_TOOL_CALLS_CLOSE_3 = _regex.compile(
     "\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern
-_RE_CONTENT_CLOSE_3 = _regex.compile(
+_RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_CLOSE_2_WS = _regex.compile(
+_RE_TOOL_CALLS_CLOSE_3_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_3_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -78,31 +93,31 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
-_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+_RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
-_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+_RE_CONTENT_CLOSE_4_PAST_0 = _regex.compile(
     "(?:)\\s*<", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: past)
-_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+_RE_CONTENT_CLOSE_4_REST_0 = _regex.compile(
     "(?:\\|im_end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: rest)
-_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+_RE_CONTENT_CLOSE_4_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+_RE_CONTENT_CLOSE_4_ALIVE_1 = _regex.compile(
     "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: alive)
-_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+_RE_CONTENT_CLOSE_4_PAST_1 = _regex.compile(
     "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: past)
-_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+_RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
     "(?:)", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: rest)
-_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+_RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_23 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -168,7 +183,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 3
 
     @staticmethod
     def new_defaults():
@@ -218,16 +233,16 @@ class Parser(_base.ParserBase):
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>))
         m = (
-            _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos)
+            _RE_TOOL_CALLS_CLOSE_3_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos, partial=True)
+            else _RE_TOOL_CALLS_CLOSE_3_WS.search(buf, pos, partial=True)
         )
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_2, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_3, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -247,7 +262,7 @@ class Parser(_base.ParserBase):
         m = None
         # (the last search's outcome is remembered: it is not run through the same text again)
         a = pos + self._off
-        f = self._memo[0]
+        f = self._memo[1]
         if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
             i = (
                 f[1] - self._off
@@ -258,7 +273,7 @@ class Parser(_base.ParserBase):
             i = buf.find("<", pos)
             if i >= 0 and not buf.startswith("<think>", i):
                 i = buf.find("<think>", i + 1)
-        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
+        self._memo[1] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -302,16 +317,39 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z))
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # a held match of this pattern is past its head and in the gap before _end|>:
+        # it stays held (not searched again) until that literal shows up
+        memo = self._memo[0]
+        if (
+            memo is not None
+            and not eos
+            and memo[0] >= pos + self._off
+            and buf.find("_end|>", max(memo[1] - self._off - 5, memo[0] - self._off)) < 0
+        ):
+            m = None
+            self._memo[0] = (memo[0], n + self._off)
+            if memo[0] - self._off < hold:
+                hold = memo[0] - self._off
+        else:
+            # (the last search's outcome is remembered: it is not run through the same text again)
+            a = pos + self._off
+            f = self._memo[2]
+            k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
+            m = (
+                _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
+            )
+            self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+            if m is not None and m.partial:
+                # remember the held match once its head \\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\() has matched
+                self._memo[0] = (
+                    (m.start() + self._off, n + self._off)
+                    if _RE_TOOL_CALLS_OPEN_HEAD_2.match(buf, m.start()) is not None
+                    else None
+                )
+            else:
+                self._memo[0] = None
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -348,9 +386,9 @@ class Parser(_base.ParserBase):
             if j > bound and m is None:
                 break
             c = (
-                _RE_CONTENT_CLOSE_3.match(buf, j)
+                _RE_CONTENT_CLOSE_4.match(buf, j)
                 if eos
-                else _RE_CONTENT_CLOSE_3.match(buf, j, partial=True)
+                else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
             )
             if c is not None:
                 if not c.partial:
@@ -370,9 +408,9 @@ class Parser(_base.ParserBase):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
-                        _RE_CONTENT_CLOSE_3.match(buf, j)
+                        _RE_CONTENT_CLOSE_4.match(buf, j)
                         if eos
-                        else _RE_CONTENT_CLOSE_3.match(buf, j, partial=True)
+                        else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
                     )
                     if c is not None:
                         m = c
@@ -385,7 +423,7 @@ class Parser(_base.ParserBase):
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
-            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_CLOSE_3, buf, m))):
+            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_CLOSE_4, buf, m))):
                 if s < hold:
                     hold = s
             else:
@@ -442,7 +480,15 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_3_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_3_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_3_RUN_0,
+                    "",
+                ),
+            ),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -452,7 +498,7 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=True,
+            ws_hold=False,
             runs=(
                 (
                     _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
@@ -462,23 +508,23 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
-                    _RE_CONTENT_CLOSE_3_ALIVE_0,
-                    _RE_CONTENT_CLOSE_3_PAST_0,
-                    _RE_CONTENT_CLOSE_3_REST_0,
-                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
                 ),
                 (
-                    _RE_CONTENT_CLOSE_3_ALIVE_1,
-                    _RE_CONTENT_CLOSE_3_PAST_1,
-                    _RE_CONTENT_CLOSE_3_REST_1,
-                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -493,8 +539,8 @@ class Parser(_base.ParserBase):
             scan=_state_free,
             end_scan=_state_free,
             quiet=None,
-            memos=(),
-            ws_hold=True,
+            memos=((0, "_end|>"),),
+            ws_hold=False,
             runs=(
                 (
                     _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
@@ -504,23 +550,23 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
-                    _RE_CONTENT_CLOSE_3_ALIVE_0,
-                    _RE_CONTENT_CLOSE_3_PAST_0,
-                    _RE_CONTENT_CLOSE_3_REST_0,
-                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
                     "<",
                 ),
                 (
-                    _RE_CONTENT_CLOSE_3_ALIVE_1,
-                    _RE_CONTENT_CLOSE_3_PAST_1,
-                    _RE_CONTENT_CLOSE_3_REST_1,
-                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

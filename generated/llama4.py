@@ -45,28 +45,67 @@ _RE_TOOL_CALLS_OPEN_0 = _regex.compile(
     "(?:\\A\\s*|<\\|python_start\\|>\\s*)(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)\\s*\\]\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern
-_RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_HEAD_1 = _regex.compile(
+    "(?:\\A\\s*|<\\|python_start\\|>\\s*)(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (head)
+_RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|python_end\\|>|(?:<\\|eot\\|>|<\\|eom\\|>)[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern
-_RE_CONTENT_CLOSE_2 = _regex.compile(
+_RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+_RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: past)
+_RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
-_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: past)
-_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
     "(?:)", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: rest)
-_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|eot\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|eot\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_3_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_3_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|eom\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_TAIL_20 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*<\\|python_end\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -141,7 +180,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -177,9 +216,9 @@ class Parser(_base.ParserBase):
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
-                _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                _RE_TOOL_CALLS_CLOSE_2.match(buf, j)
                 if eos
-                else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
+                else _RE_TOOL_CALLS_CLOSE_2.match(buf, j, partial=True)
             )
             if c is not None:
                 if not c.partial:
@@ -208,9 +247,9 @@ class Parser(_base.ParserBase):
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 c = (
-                    _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                    _RE_TOOL_CALLS_CLOSE_2.match(buf, j)
                     if eos
-                    else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
+                    else _RE_TOOL_CALLS_CLOSE_2.match(buf, j, partial=True)
                 )
                 if c is not None:
                     m = c
@@ -224,7 +263,7 @@ class Parser(_base.ParserBase):
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
             if m.partial or (
-                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_1, buf, m))
+                not eos and (e == n or _scan.edge_moves(_RE_TOOL_CALLS_CLOSE_2, buf, m))
             ):
                 if s < hold:
                     hold = s
@@ -252,16 +291,39 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:\\A\\s*|<\\|python_start\\|>\\s*)(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)\\s*\\]\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z))
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[0]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
-        )
-        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # a held match of this pattern is past its head and in the gap before |>:
+        # it stays held (not searched again) until that literal shows up
+        memo = self._memo[0]
+        if (
+            memo is not None
+            and not eos
+            and memo[0] >= pos + self._off
+            and buf.find("|>", max(memo[1] - self._off - 1, memo[0] - self._off)) < 0
+        ):
+            m = None
+            self._memo[0] = (memo[0], n + self._off)
+            if memo[0] - self._off < hold:
+                hold = memo[0] - self._off
+        else:
+            # (the last search's outcome is remembered: it is not run through the same text again)
+            a = pos + self._off
+            f = self._memo[1]
+            k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
+            m = (
+                _RE_TOOL_CALLS_OPEN_0.search(buf, k)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
+            )
+            self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
+            if m is not None and m.partial:
+                # remember the held match once its head (?:\\A\\s*|<\\|python_start\\|>\\s*)(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\() has matched
+                self._memo[0] = (
+                    (m.start() + self._off, n + self._off)
+                    if _RE_TOOL_CALLS_OPEN_HEAD_1.match(buf, m.start()) is not None
+                    else None
+                )
+            else:
+                self._memo[0] = None
         if m is not None and m.end() == m.start() == self._ban - self._off:
             m = (
                 (
@@ -302,9 +364,9 @@ class Parser(_base.ParserBase):
             if j > bound and m is None:
                 break
             c = (
-                _RE_CONTENT_CLOSE_2.match(buf, j)
+                _RE_CONTENT_CLOSE_3.match(buf, j)
                 if eos
-                else _RE_CONTENT_CLOSE_2.match(buf, j, partial=True)
+                else _RE_CONTENT_CLOSE_3.match(buf, j, partial=True)
             )
             if c is not None:
                 if not c.partial:
@@ -330,9 +392,9 @@ class Parser(_base.ParserBase):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
                     c = (
-                        _RE_CONTENT_CLOSE_2.match(buf, j)
+                        _RE_CONTENT_CLOSE_3.match(buf, j)
                         if eos
-                        else _RE_CONTENT_CLOSE_2.match(buf, j, partial=True)
+                        else _RE_CONTENT_CLOSE_3.match(buf, j, partial=True)
                     )
                     if c is not None:
                         m = c
@@ -345,7 +407,7 @@ class Parser(_base.ParserBase):
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
             # it commits only if the buffer with one more character gives it again
-            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_CLOSE_2, buf, m))):
+            if m.partial or (not eos and (e == n or _scan.edge_moves(_RE_CONTENT_CLOSE_3, buf, m))):
                 if s < hold:
                     hold = s
             else:
@@ -383,8 +445,16 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
-            tails=((_RE_TAIL_7, (_RE_TAIL_8,)),),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_ALIVE_0,
+                    _RE_TOOL_CALLS_CLOSE_2_PAST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_REST_0,
+                    _RE_TOOL_CALLS_CLOSE_2_RUN_0,
+                    "",
+                ),
+            ),
+            tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -394,17 +464,31 @@ class Parser(_base.ParserBase):
             end_scan=_state_free,
             quiet=None,
             memos=(),
-            ws_hold=True,
+            ws_hold=False,
             runs=(
                 (
-                    _RE_CONTENT_CLOSE_2_ALIVE_0,
-                    _RE_CONTENT_CLOSE_2_PAST_0,
-                    _RE_CONTENT_CLOSE_2_REST_0,
-                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
         # the free state
@@ -413,18 +497,32 @@ class Parser(_base.ParserBase):
             scan=_state_free,
             end_scan=_state_free,
             quiet=None,
-            memos=(),
-            ws_hold=True,
+            memos=((0, "|>"),),
+            ws_hold=False,
             runs=(
                 (
-                    _RE_CONTENT_CLOSE_2_ALIVE_0,
-                    _RE_CONTENT_CLOSE_2_PAST_0,
-                    _RE_CONTENT_CLOSE_2_REST_0,
-                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_7, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
         ),
     )

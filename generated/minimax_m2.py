@@ -101,10 +101,22 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     '[^"]+', _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_17 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
+    "(?:\\s*</minimax:tool_call>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_3_PAST_0 = _regex.compile(
+    "(?:\\s*</minimax:tool_call>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_TAIL_21 = _regex.compile(
     "\\s*\\[e~\\[", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*</minimax:tool_call>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -547,12 +559,19 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     '"',
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_17,
+                    _RE_TAIL_21,
                     (
-                        _RE_TAIL_18,
+                        _RE_TAIL_22,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -583,12 +602,19 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     '"',
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_17,
+                    _RE_TAIL_21,
                     (
-                        _RE_TAIL_18,
+                        _RE_TAIL_22,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -91,7 +91,31 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_13 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_3_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_3_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_TAIL_21 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -474,10 +498,24 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_13,
+                    _RE_TAIL_21,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -509,10 +547,24 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_2,
+                    _RE_CONTENT_CLOSE_3_PAST_2,
+                    _RE_CONTENT_CLOSE_3_REST_2,
+                    _RE_CONTENT_CLOSE_3_RUN_2,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_13,
+                    _RE_TAIL_21,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

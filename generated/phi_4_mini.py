@@ -57,16 +57,52 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|\\s*functools\\s*\\[|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*)',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TAIL_4 = _regex.compile(
+_RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|/tool_call\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_2_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|/tool_call\\|>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_2_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_2_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_TAIL_16 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_5 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\s*<\\|/tool_call\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_6 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_7 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*<\\|end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -330,20 +366,42 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_2,
+                    _RE_CONTENT_CLOSE_2_PAST_2,
+                    _RE_CONTENT_CLOSE_2_REST_2,
+                    _RE_CONTENT_CLOSE_2_RUN_2,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_16,
                     (
-                        _RE_TAIL_5,
+                        _RE_TAIL_17,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_6,
+                    _RE_TAIL_18,
                     (
-                        _RE_TAIL_5,
-                        _RE_TAIL_7,
+                        _RE_TAIL_17,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -358,20 +416,42 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_0,
+                    _RE_CONTENT_CLOSE_2_PAST_0,
+                    _RE_CONTENT_CLOSE_2_REST_0,
+                    _RE_CONTENT_CLOSE_2_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_2,
+                    _RE_CONTENT_CLOSE_2_PAST_2,
+                    _RE_CONTENT_CLOSE_2_REST_2,
+                    _RE_CONTENT_CLOSE_2_RUN_2,
+                    "",
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_4,
+                    _RE_TAIL_16,
                     (
-                        _RE_TAIL_5,
+                        _RE_TAIL_17,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_6,
+                    _RE_TAIL_18,
                     (
-                        _RE_TAIL_5,
-                        _RE_TAIL_7,
+                        _RE_TAIL_17,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -100,16 +100,40 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: alive)
+_RE_CONTENT_CLOSE_4_PAST_0 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: past)
+_RE_CONTENT_CLOSE_4_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: rest)
+_RE_CONTENT_CLOSE_4_RUN_0 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 0: run)
+_RE_CONTENT_CLOSE_4_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_4_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*</think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -487,21 +511,35 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_19,
-                        _RE_TAIL_21,
+                        _RE_TAIL_27,
+                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -532,21 +570,35 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_0,
+                    _RE_CONTENT_CLOSE_4_PAST_0,
+                    _RE_CONTENT_CLOSE_4_REST_0,
+                    _RE_CONTENT_CLOSE_4_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_4_ALIVE_1,
+                    _RE_CONTENT_CLOSE_4_PAST_1,
+                    _RE_CONTENT_CLOSE_4_REST_1,
+                    _RE_CONTENT_CLOSE_4_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_19,
-                        _RE_TAIL_21,
+                        _RE_TAIL_27,
+                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -114,10 +114,34 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_23 = _regex.compile(
+_RE_CONTENT_CLOSE_2_ALIVE_1 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_2_PAST_1 = _regex.compile(
+    "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_CONTENT_CLOSE_2_ALIVE_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: alive)
+_RE_CONTENT_CLOSE_2_PAST_2 = _regex.compile(
+    "(?:\\s*<\\|endoftext\\|>)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: past)
+_RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: rest)
+_RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 2: run)
+_RE_TAIL_31 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_24 = _regex.compile(
+_RE_TAIL_32 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -599,12 +623,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_2,
+                    _RE_CONTENT_CLOSE_2_PAST_2,
+                    _RE_CONTENT_CLOSE_2_REST_2,
+                    _RE_CONTENT_CLOSE_2_RUN_2,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_23,
+                    _RE_TAIL_31,
                     (
-                        _RE_TAIL_24,
+                        _RE_TAIL_32,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -648,12 +686,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_1,
+                    _RE_CONTENT_CLOSE_2_PAST_1,
+                    _RE_CONTENT_CLOSE_2_REST_1,
+                    _RE_CONTENT_CLOSE_2_RUN_1,
+                    "",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_2_ALIVE_2,
+                    _RE_CONTENT_CLOSE_2_PAST_2,
+                    _RE_CONTENT_CLOSE_2_REST_2,
+                    _RE_CONTENT_CLOSE_2_RUN_2,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_23,
+                    _RE_TAIL_31,
                     (
-                        _RE_TAIL_24,
+                        _RE_TAIL_32,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

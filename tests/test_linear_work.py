@@ -46,13 +46,10 @@ GROWTH = 5.0  # the most 4x the input may cost: linear is about 4x, quadratic ab
 
 #: families still super-linear, and why (strict: one that becomes linear must leave the list)
 KNOWN_WS: dict[str, str] = {}
-#: -- the open's lookahead reads to the end of the output (``(?=\[...\(.*\)...\Z)``): held
-#: until the end, it is matched again at every chunk (the reference does the same)
-KNOWN_CALLS = {
-    "llama3.2-pythonic": "the open's lookahead (.*) reads to the end of the output at every chunk",
-    "llama4": "the open's lookahead (.*) reads to the end of the output at every chunk",
-    "gigachat3": "each call's region rescans its held JSON tail at every chunk (not yet brought under the linear work)",
-}
+#: (none left: the call-list lookaheads of llama3.2-pythonic and llama4, ``(?=\[...\(.*\)...)``,
+#: are held without rescanning, regexinfo.gap_split; gigachat3's close that takes the rest of
+#: the output, ``\}\s*(?:(?:<\|message_sep\|>|</s>)[\s\S]*|\Z)``, is a tail hold)
+KNOWN_CALLS: dict[str, str] = {}
 
 
 def _pure() -> None:

@@ -598,3 +598,80 @@ def test_ws_lookbehind_examples(pattern, reads_back):
     from respc.compiler.regexinfo import ws_lookbehind
 
     assert ws_lookbehind(pattern) is reads_back
+
+def test_lookahead_gap_split_examples():
+    # a call list's lookahead: the head, and the literal every end of the list ends with
+    llama = r"(?:\A\s*|<\|python_tag\|>\s*)(?=\[\s*[A-Za-z_][\w.\-]*\s*\(.*\)\s*\]\s*(?:<\|eot_id\|>|<\|eom_id\|>|\Z))"
+    assert gap_split(llama) == (r"(?:\A\s*|<\|python_tag\|>\s*)(?=\[\s*[A-Za-z_][\w.\-]*\s*\()", "_id|>")
+    assert gap_split(r"x(?=a.*b)") == ("x(?=a)", "b")
+    assert gap_split(r"x(?=a.*?(?:<b>|<c>))") == ("x(?=a)", ">")
+    assert gap_split(r"x(?=\[.*\)(?:<a>|\Z))") == (r"x(?=\[)", "<a>")
+    for refused in [
+        r"x(?=a.*b)c",  # (the lookahead does not end the pattern)
+        r"x\b(?=a.*b)",  # (a word boundary looks past the match)
+        r"x(?=a.*(?:<a>|<b>|\Z))",  # (an end at \Z may follow anything: the gap may end in \x00)
+        r"x(?=a.*.(?:<a>|\Z))",
+        r"x(?=a.*(?:<a>|b))",  # (no common end)
+        r"x(?=a.*[ab])",  # (no literal)
+        r"x|y(?=a.*b)",
+        r"(?=a.*b)",  # (nothing before the lookahead)
+        r"(?i)x(?=a.*<b>)",  # (case-insensitive: the literal is not one text)
+        r"x(?=a.*(?i:<b>))",
+    ]:
+        assert gap_split(refused) is None, refused
+
+
+LOOKAHEAD_HEADS = ["x", r"\s*", r"(?:\A\s*|<\|t\|>\s*)", "<a>"]
+LOOKAHEAD_TAILS = [r"\)(?:<b>|<\|m\|>)", r"\)\s*\]\s*(?:<b>|ab>|\Z)", "ab", r"\](?:<b>|\Z)"]
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(
+    before=st.sampled_from(LOOKAHEAD_HEADS),
+    head=st.sampled_from(["", r"\[", r"\[\s*[ab]+\s*\(", "a"]),
+    gap=st.sampled_from([".*", ".*?"]),
+    tail=st.sampled_from(LOOKAHEAD_TAILS),
+    text=st.text(alphabet="ab<|.[]() \nmt>", max_size=14),
+    more=st.text(alphabet="ab<|.[]() \nmt>", max_size=8),
+    data=st.data(),
+)
+def test_held_lookahead_gap_match_stays_held_until_its_tail_appears(before, head, gap, tail, text, more, data):
+    """What the scans rely on for ``P(?=H.*T)`` (regexinfo.gap_split): once the head matched
+    where a partial match is held, the text growing without the literal keeps it held there
+    (partial, or complete but leaning on the end: scan.edge_moves)."""
+    from respc.runtime.scan import edge_moves
+
+    pattern = f"{before}(?={head}{gap}{tail})"
+    split = gap_split(pattern)
+    assert split is not None, pattern
+    compiled = _compile(pattern)
+    head_rx, literal = regex.compile(split[0], FLAGS), split[1]
+    pos = data.draw(st.integers(0, len(text)))
+    m = compiled.search(text, pos, partial=True)
+    if m is None or not m.partial or head_rx.match(text, m.start()) is None:
+        return
+    h = m.start()
+    grown = text + more
+    if grown.find(literal, max(len(text) - len(literal) + 1, h)) >= 0:
+        return  # the literal showed up: the scan searches again
+    again = compiled.search(grown, pos, partial=True)
+    assert again is not None and again.start() == h, (pattern, text, more, pos)
+    assert again.partial or (again.end() == len(grown) or edge_moves(compiled, grown, again)), (pattern, text, more, pos)
+
+
+def test_run_splits_through_a_leading_group():
+    from respc.compiler.regexinfo import run_splits
+
+    gpt_oss = (
+        r"\s*(?:<\|channel\|>(?:commentary|analysis) to=functions\.(?P<name>[^<\s]+)|to=functions\.(?P<name>[^<\s]+)"
+        r"\s*<\|channel\|>(?:commentary|analysis))(?: ?(?:<\|constrain\|>)?[\w-]+)?\s*<\|message\|>"
+    )
+    # the name written after to=functions. (the recipient first), held by that alternative alone
+    assert (r"\s*to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
+    # alternatives whose prefixes are apart name one (a lookahead alternative by its body's)
+    assert run_splits(r"(?:<a=[^<]+|<b)<") == [("<a=", "[^<]", "<", "")]
+    assert run_splits(r"\s*(?:<\|e\|>\s*|(?=<\|m\|>))") == [(r"\s*<\|e\|>", r"\s", "", "")]
+    # ... and alternatives one of whose prefixes starts another's do not: nothing through the group
+    assert run_splits(r"(?:<a=[^<]+|<a)<") == []
+    assert run_splits(r"\s*(?:<e>\s*|(?=<e))") == []

@@ -38,6 +38,8 @@ CASES = [
     ("llama3.1", '{"name": "f", "parameters": {"a": 1}}<|eom_id|>', "<|eot_id|>"),
     ("functionary", '>>>f\n{"a": 1}<|eot_id|>', ">>>g\n{}"),
     ("phi-4-mini", "hi<|end|>", "<|/tool_call|>"),
+    # L\s*(?:A[\s\S]*|\Z): the tail in the first alternative, \Z after it (regexinfo.tail_splits)
+    ("gigachat3", '<|function_call|>{"name": "f", "arguments": {"a": 1}}<|message_sep|>', '\n\nfunction call<|role_sep|>\n{"name": "g", "arguments": {}}'),
 ]
 
 
@@ -129,6 +131,11 @@ def test_tail_split(pattern, head):
         ("\\s*(?:(?=x)|<b>[\\s\\S]*)", []),  # (a lookahead's first character is not known)
         ("x(?:<a>|<b>[\\s\\S]*)", []),
         ("\\s*(?:<a>|<b>)", []),
+        # a literal before the run (gigachat3's call close), and \Z as an alternative
+        ("\\}\\s*(?:(?:<m>|</s>)[\\s\\S]*|\\Z)", [("\\}\\s*(?:<m>|</s>)", ())]),
+        ("\\}\\s*(?:<a>|<b>[\\s\\S]*)", [("\\}\\s*<b>", ("\\}\\s*<a>",))]),
+        ("a+\\s*(?:<b>[\\s\\S]*|\\Z)", []),  # (what comes before the run is not one literal)
+        ("\\}\\s*(?:\\Z|\\s<b>[\\s\\S]*)", []),
     ],
 )
 def test_tail_splits(pattern, splits):
