@@ -254,6 +254,21 @@ CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
 
+#: JSON calls a line inside one section written once: <calls>\n{...}\n{...}\n</calls>
+JSON_LINES_SECTION = chatml(
+    "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
+    "{{- {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '\\n' }}"
+    "{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
+)
+
+#: Python calls a line (no list) inside one section: <calls>\nget_weather(city='Paris', days=3)\n</calls>
+PYTHON_LINES_SECTION = chatml(
+    "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
+    "{{- tc.function.name + '(' }}{%- for k, v in tc.function.arguments.items() %}"
+    "{{- k + '=' + (v | tojson if v is not string else \"'\" + v + \"'\") }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}"
+    "{{- ')\\n' }}{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
+)
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -271,6 +286,8 @@ MORE = {
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
     "call_turn": CALL_TURN,
+    "json_lines_section": JSON_LINES_SECTION,
+    "python_lines_section": PYTHON_LINES_SECTION,
 }
 
 ALL = {

@@ -351,3 +351,17 @@ def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
     assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})]
     _, message = _reply("call_turn", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
     assert message["content"] == "Hello." and not message.get("tool_calls")
+
+
+def test_json_calls_a_line_in_one_section():
+    out = '<calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</calls><|im_end|>'
+    template, message = _reply("json_lines_section", out)
+    assert template["fields"]["tool_calls"]["content"] == "json"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"timezone": "UTC"})]
+
+
+def test_python_calls_a_line_in_one_section():
+    out = "<calls>\nget_weather(city='Oslo', days=2)\nget_time(timezone=\"UTC\")\n</calls><|im_end|>"
+    template, message = _reply("python_lines_section", out)
+    assert template["fields"]["tool_calls"]["content"] == "xml-inline"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"timezone": "UTC"})]

@@ -98,6 +98,13 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
 JSON_END = r"(?<=\})(?=\s*(?:[^\s,\]\}]|\Z))\s*"
 # the same for a list of JSON objects ("}]"; not a marker's "]" before the list)
 JSON_LIST_END = r"(?<=\}\s*\])(?=\s*(?:[^\s,\]\}]|\Z))\s*"
+# a Python keyword argument (``city='Paris'``, ``days=3``, ``tags=["a"]``): its value in single
+# quotes, or JSON text for the json value parser
+PY_KWARG = (
+    r'''(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:'(?P<value>(?:[^'\\]|\\.)*)'|(?P<value>"(?:[^"\\]|\\.)*"'''
+    r'''|(?P<arr>\[(?:[^\[\]"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&arr))*\])'''
+    r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
+)
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -650,16 +657,14 @@ class _Infer:
         if not open_:
             return self._bare_json(body, found)
         close = self._close_between(close, two_body, open_)
+        lines = self._lines_section(open_, close, two_body, r"\}", r"(?=\{)")
+        if lines is not None:
+            spec, head = lines
+            self.call_head = head
+            self.say(f"tool_calls: JSON objects ({name_key!r}, {args_key!r}) one after another in one {open_!r} ... {close!r}")
+            return {**spec, "content": "json", "content_args": {"allow_non_json": True}, "transform": self._object_transform(value, name_key, args_key, id_key)}, ""
         outer, inner, _ = self._repeat_wrapper(open_, close, two_body)
-        function = "{content}" if (name_key, args_key) == ("name", "arguments") and len(value) == 2 else {
-            "name": "{content." + name_key + "}",
-            "arguments": "{content." + args_key + "}",
-        }
-        transform: dict[str, Any] = {"type": "function", "function": function}
-        if id_key is not None:
-            transform = {"id": "{content." + id_key + "}", **transform}
-            if function == "{content}":
-                transform["function"] = {"name": "{content.name}", "arguments": "{content.arguments}"}
+        transform = self._object_transform(value, name_key, args_key, id_key)
         self.call_head = (outer or inner).split()[0] if (outer or inner).split() else ""
         self.say(f"tool_calls: JSON object ({name_key!r}, {args_key!r}) in {open_!r} ... {close!r}")
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
@@ -672,6 +677,41 @@ class _Infer:
             "transform": transform,
         }
         return spec, self._outer_close(two_body, close)
+
+    @staticmethod
+    def _object_transform(value: dict, name_key: str, args_key: str, id_key: str | None) -> dict:
+        function = "{content}" if (name_key, args_key) == ("name", "arguments") and len(value) == 2 else {
+            "name": "{content." + name_key + "}",
+            "arguments": "{content." + args_key + "}",
+        }
+        transform: dict[str, Any] = {"type": "function", "function": function}
+        if id_key is not None:
+            transform = {"id": "{content." + id_key + "}", **transform}
+            if function == "{content}":
+                transform["function"] = {"name": "{content.name}", "arguments": "{content.arguments}"}
+        return transform
+
+    def _lines_section(self, open_: str, close: str, two_body: str | None, body_end: str, body_start: str, head: str = "") -> tuple[dict, str] | None:
+        """Calls written one after another (whitespace between them) inside one ``open_`` ...
+        ``close`` section (MiniMax-M1's ``<tool_calls>`` with a JSON object a line, OLMo 3's
+        ``<function_calls>`` with a Python call a line): ``({open_pattern, close_pattern}, head)``,
+        or None where the two-call render does not write them so. ``body_end`` is the regex of a
+        body's last character, ``body_start`` a lookahead for the next body's start, ``head`` what
+        the open reads of a call before its body (a Python call's name and parenthesis, which the
+        close's ``)`` then ends)."""
+        if not (two_body and open_ and close) or two_body.count(open_) != 1 or two_body.count(close) != 1:
+            return None
+        if not (two_body.startswith(open_) and two_body.endswith(close)) or not re.search(body_end + r"\s+" + body_start, two_body):
+            return None
+        consumed = head and body_end.startswith("\\")  # the close reads the body's last character
+        end = body_end if consumed else "(?<=" + body_end + ")"
+        inside = lit(open_) + r"(?:(?!" + lit(close) + r")[\s\S])*" + body_end + r"\s*"
+        spec = {
+            "open_pattern": r"\s*(?:" + flex(open_) + r"|(?<=" + inside + r"))\s*" + (head or body_start),
+            "close_pattern": end + r"\s*" + flex(close) + r"\s*|" + end + r"(?=\s*" + body_start + ")",
+            "repeats": True,
+        }
+        return spec, open_.split()[0]
 
     def _close_between(self, close: str, two_body: str | None, open_: str) -> str:
         """The call's close as the two-call render shows it between the calls (the one-call render
@@ -811,7 +851,7 @@ class _Infer:
         i = body.find("[")
         j = body.rfind("]")
         if i < 0 or j < i:
-            raise InferError(f"tool_calls: Python calls outside a list ({body!r})")
+            return self._python_lines(body, two_body)
         try:
             node = ast.parse(body[i: j + 1], mode="eval").body
         except SyntaxError:
@@ -831,6 +871,30 @@ class _Infer:
             spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a Python call list after {open_!r}")
+        return spec, ""
+
+    def _python_lines(self, body, two_body):
+        """Python calls outside a list, one after another in a section (OLMo 3's
+        ``<function_calls>\nget_weather(city='Paris', days=3)\n</function_calls>``): each call's
+        keyword arguments read by ``xml-inline`` (a value in Python or JSON syntax)."""
+        name = P.WEATHER["function"]["name"]
+        n, m = body.find(name), body.rfind(")")
+        open_, close = body[:n].strip(), body[m + 1:].strip()
+        call = r"[A-Za-z_][\w.\-]*\("
+        lines = self._lines_section(open_, close, two_body, r"\)", "(?=" + call + ")", r"(?P<name>[A-Za-z_][\w.\-]*)\(")
+        try:
+            node = ast.parse(body[n: m + 1], mode="eval").body
+        except SyntaxError:
+            node = None
+        if lines is None or not isinstance(node, ast.Call):
+            raise InferError(f"tool_calls: Python calls outside a list, and not one per line in one section ({body!r})")
+        spec, self.call_head = lines
+        spec.update({
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": PY_KWARG, "value_parser": {"name": "json", "args": {"allow_non_json": True}}},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        })
+        self.say(f"tool_calls: Python calls one after another in one {open_!r} ... {close!r}")
         return spec, ""
 
     def _loose_json(self, body):
