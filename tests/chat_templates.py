@@ -288,6 +288,7 @@ MORE = {
     "call_turn": CALL_TURN,
     "json_lines_section": JSON_LINES_SECTION,
     "python_lines_section": PYTHON_LINES_SECTION,
+    "action_repr": ACTION_REPR,
 }
 
 ALL = {

@@ -365,3 +365,10 @@ def test_python_calls_a_line_in_one_section():
     template, message = _reply("python_lines_section", out)
     assert template["fields"]["tool_calls"]["content"] == "xml-inline"
     assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"timezone": "UTC"})]
+
+
+def test_arguments_written_with_string_are_read_as_the_json_the_model_writes():
+    out = '<|action_start|><|plugin|>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}<|action_end|><|im_end|>'
+    template, message = _reply("action_repr", out)
+    assert template["fields"]["tool_calls"]["content"] == "json"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2})]

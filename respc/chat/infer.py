@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import probes as P
-from .render import ChatTemplate
+from .render import ChatTemplate, _string_arguments
 
 NAME = r"(?P<name>[^\s<>{}()\[\]\"'=:,|]+)"
 
@@ -155,6 +155,32 @@ class _PromptAlways:
             return text
         tail = self.tail(tools, kwargs)
         return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
+
+
+class _ReprArguments:
+    """A chat template that writes a call's arguments with jinja's ``|string`` (a Python dict's
+    repr, ``{'city': 'Paris'}``, inside otherwise JSON text: vLLM's InternLM2 template), where the
+    model writes JSON: rendered with the arguments as JSON text, which ``|string`` leaves as it is."""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        lines.append("tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them")
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def applies(chat: ChatTemplate) -> bool:
+        if not re.search(r"arguments\s*\|\s*string", chat.source):
+            return False
+        message = {"role": "assistant", "content": "", "tool_calls": [P.WEATHER]}
+        text = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        as_json = chat.render(_string_arguments([P.USER, message]), tools=P.TOOLS) or ""
+        args = P.WEATHER["function"]["arguments"]
+        return str(args) in text and json.dumps(args, ensure_ascii=False) in as_json
+
+    def render(self, messages, **kwargs):
+        return self.chat.render(_string_arguments(messages), **kwargs)
 
 
 class _Infer:
@@ -1037,6 +1063,8 @@ def verify(template: dict, chat: ChatTemplate, rendered: dict, *, random_count: 
     from ..api import compile_template
 
     compiled = compile_template(template)
+    if not isinstance(chat, _ReprArguments) and _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, [])  # the model writes JSON where the template writes a repr
     failures = []
     items = list(rendered.values())
     rng = random.Random(seed)
@@ -1068,6 +1096,8 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
             chat = always
         else:
             lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
+    if _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, lines)
     engine = _Infer(chat)
     engine.lines[:0] = lines
     try:
