@@ -269,6 +269,17 @@ PYTHON_LINES_SECTION = chatml(
     "{{- ')\\n' }}{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
 )
 
+#: no generation prompt (the user turn's "<|go|>" ends the prompt; thinking off adds an empty
+#: <think></think>), and a plain "Bot: " the template writes before a content without calls
+PLAIN_PREFIX_NO_GEN = """{%- if tools %}{{- 'system: ' + tools | tojson + '<|go|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}
+{%- if m.tool_calls %}{{- (m.content or '') + '<calls>' + m.tool_calls | map(attribute='function') | list | tojson + '</calls>' }}
+{%- else %}{{- 'Bot: ' + m.content }}{%- endif %}{{- '<|eos|>' }}
+{%- else %}{{- m.role + ': ' + m.content + '<|go|>' }}{%- endif %}
+{%- endfor %}
+{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -289,6 +300,7 @@ MORE = {
     "json_lines_section": JSON_LINES_SECTION,
     "python_lines_section": PYTHON_LINES_SECTION,
     "action_repr": ACTION_REPR,
+    "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
 }
 
 ALL = {

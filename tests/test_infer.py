@@ -372,3 +372,13 @@ def test_arguments_written_with_string_are_read_as_the_json_the_model_writes():
     template, message = _reply("action_repr", out)
     assert template["fields"]["tool_calls"]["content"] == "json"
     assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2})]
+
+
+def test_a_plain_text_before_some_contents_is_left_out_and_no_generation_prompt_anchors_on_the_last_marker():
+    template, message = _reply("plain_prefix_no_gen", "Bot: Sunny.<|eos|>")
+    assert template["start_anchor"] == "<|go|>"
+    assert message["content"] == "Sunny."
+    _, message = _reply("plain_prefix_no_gen", 'Checking.<calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]</calls><|eos|>')
+    assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+    _, message = _reply("plain_prefix_no_gen", "Bot: Sunny.<|eos|>", enable_thinking=False)
+    assert message["content"] == "Sunny." and not message.get("reasoning_content")

@@ -229,7 +229,8 @@ class _Infer:
             gen = with_prompt[cut:]
         if not gen.strip():
             # no generation prompt: the assistant turn starts after the user turn's last marker
-            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", with_prompt)
+            # (before an empty reasoning block the prompt ends with: thinking off's "<think></think>")
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*(?:<([^<>/\s]+)>\s*</\2>\s*)?$", with_prompt)
             if m is None:
                 raise InferError("start anchor: add_generation_prompt=True adds nothing and the prompt ends with no marker")
             gen = with_prompt[m.start():]
@@ -340,6 +341,18 @@ class _Infer:
                     # (the per-call open too, where an outer one may be left out)
                     fields["reasoning_content"]["close_pattern"] += "|(?=" + _one_of([lit(h) for h in heads]) + ")"
         end = _one_of(ends)
+        optional_open, plain_open = False, ""
+        if content_open and not any(ch in content_open for ch in "<>[]{}|"):
+            # a plain text (no marker) the template writes before some contents and not others
+            # (vLLM's Hunyuan-A13B: '助手：' + content, but not before a call or without tools):
+            # the model may write it or not
+            others = [self.rendered[k].output for k in ("answer_no_tools", "content_call") if k in self.rendered]
+            optional_open = any(not o.lstrip().startswith(content_open) for o in others)
+            if optional_open:
+                # the content field stays implicit (its text needs no open) and the plain text
+                # closes a (then empty) piece of it, so it is not kept
+                self.say(f"content: the plain text {content_open!r} opens some contents and not others: left out where written")
+                plain_open, content_open = content_open, ""
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
             if end or content_close:
@@ -355,6 +368,8 @@ class _Infer:
                 # the marker closing the calls' section, and a reasoning close written after the
                 # calls (a stray one: the reasoning already ended), end a piece of content
                 strays = [outer_close] if outer_close else []
+                if plain_open:
+                    strays.append(lit(plain_open))
                 if self.content_wrap:
                     strays += [lit(self.content_wrap[0]), lit(self.content_wrap[1])]
                 if content_close:
