@@ -280,6 +280,12 @@ PLAIN_PREFIX_NO_GEN = """{%- if tools %}{{- 'system: ' + tools | tojson + '<|go|
 {%- endfor %}
 {%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n' }}{%- endif %}"""
 
+#: reasoning never rendered; a system prompt (only for a kwarg the probes do not pass) names the
+#: phrases the thoughts and the response come after
+THOUGHT_PHRASES = """{%- if thinking is defined and thinking %}{{- '<|im_start|>system\nThink first. Write your thoughts after \\'Here is my reasoning:\\' and write your response after \\'Here is my answer:\\'.<|im_end|>\n' }}{%- endif %}
+{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -301,6 +307,7 @@ MORE = {
     "python_lines_section": PYTHON_LINES_SECTION,
     "action_repr": ACTION_REPR,
     "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
+    "thought_phrases": THOUGHT_PHRASES,
 }
 
 ALL = {

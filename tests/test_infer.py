@@ -382,3 +382,9 @@ def test_a_plain_text_before_some_contents_is_left_out_and_no_generation_prompt_
     assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})]
     _, message = _reply("plain_prefix_no_gen", "Bot: Sunny.<|eos|>", enable_thinking=False)
     assert message["content"] == "Sunny." and not message.get("reasoning_content")
+
+
+def test_phrases_the_template_text_names_delimit_reasoning_and_response():
+    for out in ("Here is my reasoning:\nIt is spring.\nHere is my answer:\nMild.<|im_end|>", "Here's my reasoning:\nIt is spring.\nHere's my answer:\nMild.<|im_end|>"):
+        _, message = _reply("thought_phrases", out)
+        assert message.get("reasoning_content", "").strip() == "It is spring." and message["content"].strip() == "Mild.", out

@@ -205,6 +205,13 @@ class _Infer:
                 self.rendered[probe.name] = result
                 self.lines.append(f"probe {probe.name}: {result.output!r}" + (f" ({result.note})" if result.note else ""))
 
+    def phrase(self, text: str) -> str:
+        """``text`` as a regex; for a phrase the template's text names (``Here is my response:``)
+        a model may write the contraction (``Here's``)."""
+        if not getattr(self, "phrases", False):
+            return lit(text)
+        return "(?: is|'s) ".join(lit(part) for part in text.split(" is "))
+
     def say(self, line: str) -> None:
         self.lines.append(line)
 
@@ -297,8 +304,8 @@ class _Infer:
                 open_, anchor = gen.strip(), m.group(0)
                 self.say(f"reasoning: opened by the generation prompt {open_!r}; the start anchor is the marker before it, {anchor!r}")
             fields["reasoning_content"] = {
-                "open_pattern": r"\s*" + lit(open_),
-                "close_pattern": lit(close),
+                "open_pattern": r"\s*" + self.phrase(open_),
+                "close_pattern": self.phrase(close),
                 "content": "text",
             }
             if not from_start and open_ in gen and gen.index(open_) <= len(anchor):
@@ -486,6 +493,18 @@ class _Infer:
         found = self._asked_for(think, [("the template's text", self.chat.source)])
         if found:
             return found
+        # ... or one that names the phrases the reasoning and the response come after (Granite
+        # 3.2's "Write your thoughts after 'Here is my thought process:' and write your response
+        # after 'Here is my response:'")
+        m = re.search(
+            r"(?:thoughts?|reasoning|thinking)\s+after\s+\\?(['\"])([^'\"\n\\]{3,60})\\?\1[\s\S]{0,120}?(?:response|answer)\s+after\s+\\?(['\"])([^'\"\n\\]{3,60})\\?\3",
+            self.chat.source,
+            re.IGNORECASE,
+        )
+        if m:
+            self.say(f"reasoning: never rendered; the template's text asks for it after {m.group(2)!r}, the response after {m.group(4)!r} (\" is \" also as \"'s \")")
+            self.phrases = True
+            return m.group(2), m.group(4)
         self.say("reasoning: never rendered (no reasoning field)")
         return None
 
