@@ -286,6 +286,14 @@ THOUGHT_PHRASES = """{%- if thinking is defined and thinking %}{{- '<|im_start|>
 {%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
 
+#: a marker written after the calls' section only (a content-only reply ends with nothing)
+SECTION_THEN_STOP = """{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|bot|>' + (m.content or '') }}
+{%- if m.tool_calls %}{{- '<calls>' }}{%- for tc in m.tool_calls %}{{- '<call>' + tc.function.name + '<sep>' + tc.function.arguments | tojson + '</call>' }}{%- endfor %}{{- '</calls><|stop|>' }}{%- endif %}
+{%- else %}{{- '<|' + m.role + '|>' + m.content }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|bot|>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -308,6 +316,7 @@ MORE = {
     "action_repr": ACTION_REPR,
     "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
     "thought_phrases": THOUGHT_PHRASES,
+    "section_then_stop": SECTION_THEN_STOP,
 }
 
 ALL = {

@@ -388,3 +388,11 @@ def test_phrases_the_template_text_names_delimit_reasoning_and_response():
     for out in ("Here is my reasoning:\nIt is spring.\nHere is my answer:\nMild.<|im_end|>", "Here's my reasoning:\nIt is spring.\nHere's my answer:\nMild.<|im_end|>"):
         _, message = _reply("thought_phrases", out)
         assert message.get("reasoning_content", "").strip() == "It is spring." and message["content"].strip() == "Mild.", out
+
+
+def test_a_marker_written_after_the_calls_section_may_be_left_out():
+    out = '<calls><call>get_time<sep>{"timezone": "UTC"}</call></calls>'
+    _, message = _reply("section_then_stop", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+    _, message = _reply("section_then_stop", out + "<|stop|>")
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")

@@ -828,6 +828,11 @@ class _Infer:
         if not two_body or not close:
             return ""
         tail = two_body[two_body.rfind(close) + len(close):].strip()
+        first = re.match(_MARKER, tail)
+        if first and tail[first.end():].strip():
+            # markers after the section's close (Hy3's "<｜hy_eos｜>", which it writes only after
+            # calls): the model may stop after the close; they end the turn
+            return flex(first.group(0)) + "|" + flex(tail[first.end():].strip()) + r"[\s\S]*"
         return flex(tail) if tail else ""
 
     def _json_list(self, body, found, two_body):
