@@ -254,6 +254,46 @@ CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
 
+#: JSON calls a line inside one section written once: <calls>\n{...}\n{...}\n</calls>
+JSON_LINES_SECTION = chatml(
+    "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
+    "{{- {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '\\n' }}"
+    "{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
+)
+
+#: Python calls a line (no list) inside one section: <calls>\nget_weather(city='Paris', days=3)\n</calls>
+PYTHON_LINES_SECTION = chatml(
+    "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
+    "{{- tc.function.name + '(' }}{%- for k, v in tc.function.arguments.items() %}"
+    "{{- k + '=' + (v | tojson if v is not string else \"'\" + v + \"'\") }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}"
+    "{{- ')\\n' }}{%- if loop.last %}{{- '</calls>' }}{%- endif %}"
+)
+
+#: no generation prompt (the user turn's "<|go|>" ends the prompt; thinking off adds an empty
+#: <think></think>), and a plain "Bot: " the template writes before a content without calls
+PLAIN_PREFIX_NO_GEN = """{%- if tools %}{{- 'system: ' + tools | tojson + '<|go|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}
+{%- if m.tool_calls %}{{- (m.content or '') + '<calls>' + m.tool_calls | map(attribute='function') | list | tojson + '</calls>' }}
+{%- else %}{{- 'Bot: ' + m.content }}{%- endif %}{{- '<|eos|>' }}
+{%- else %}{{- m.role + ': ' + m.content + '<|go|>' }}{%- endif %}
+{%- endfor %}
+{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n' }}{%- endif %}"""
+
+#: reasoning never rendered; a system prompt (only for a kwarg the probes do not pass) names the
+#: phrases the thoughts and the response come after
+THOUGHT_PHRASES = """{%- if thinking is defined and thinking %}{{- '<|im_start|>system\nThink first. Write your thoughts after \\'Here is my reasoning:\\' and write your response after \\'Here is my answer:\\'.<|im_end|>\n' }}{%- endif %}
+{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+#: a marker written after the calls' section only (a content-only reply ends with nothing)
+SECTION_THEN_STOP = """{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- '<|bot|>' + (m.content or '') }}
+{%- if m.tool_calls %}{{- '<calls>' }}{%- for tc in m.tool_calls %}{{- '<call>' + tc.function.name + '<sep>' + tc.function.arguments | tojson + '</call>' }}{%- endfor %}{{- '</calls><|stop|>' }}{%- endif %}
+{%- else %}{{- '<|' + m.role + '|>' + m.content }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|bot|>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -271,6 +311,12 @@ MORE = {
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
     "call_turn": CALL_TURN,
+    "json_lines_section": JSON_LINES_SECTION,
+    "python_lines_section": PYTHON_LINES_SECTION,
+    "action_repr": ACTION_REPR,
+    "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
+    "thought_phrases": THOUGHT_PHRASES,
+    "section_then_stop": SECTION_THEN_STOP,
 }
 
 ALL = {

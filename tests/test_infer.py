@@ -351,3 +351,48 @@ def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
     assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})]
     _, message = _reply("call_turn", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
     assert message["content"] == "Hello." and not message.get("tool_calls")
+
+
+def test_json_calls_a_line_in_one_section():
+    out = '<calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</calls><|im_end|>'
+    template, message = _reply("json_lines_section", out)
+    assert template["fields"]["tool_calls"]["content"] == "json"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"timezone": "UTC"})]
+
+
+def test_python_calls_a_line_in_one_section():
+    out = "<calls>\nget_weather(city='Oslo', days=2)\nget_time(timezone=\"UTC\")\n</calls><|im_end|>"
+    template, message = _reply("python_lines_section", out)
+    assert template["fields"]["tool_calls"]["content"] == "xml-inline"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_time", {"timezone": "UTC"})]
+
+
+def test_arguments_written_with_string_are_read_as_the_json_the_model_writes():
+    out = '<|action_start|><|plugin|>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}<|action_end|><|im_end|>'
+    template, message = _reply("action_repr", out)
+    assert template["fields"]["tool_calls"]["content"] == "json"
+    assert _calls(message) == [("get_weather", {"city": "Oslo", "days": 2})]
+
+
+def test_a_plain_text_before_some_contents_is_left_out_and_no_generation_prompt_anchors_on_the_last_marker():
+    template, message = _reply("plain_prefix_no_gen", "Bot: Sunny.<|eos|>")
+    assert template["start_anchor"] == "<|go|>"
+    assert message["content"] == "Sunny."
+    _, message = _reply("plain_prefix_no_gen", 'Checking.<calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]</calls><|eos|>')
+    assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})]
+    _, message = _reply("plain_prefix_no_gen", "Bot: Sunny.<|eos|>", enable_thinking=False)
+    assert message["content"] == "Sunny." and not message.get("reasoning_content")
+
+
+def test_phrases_the_template_text_names_delimit_reasoning_and_response():
+    for out in ("Here is my reasoning:\nIt is spring.\nHere is my answer:\nMild.<|im_end|>", "Here's my reasoning:\nIt is spring.\nHere's my answer:\nMild.<|im_end|>"):
+        _, message = _reply("thought_phrases", out)
+        assert message.get("reasoning_content", "").strip() == "It is spring." and message["content"].strip() == "Mild.", out
+
+
+def test_a_marker_written_after_the_calls_section_may_be_left_out():
+    out = '<calls><call>get_time<sep>{"timezone": "UTC"}</call></calls>'
+    _, message = _reply("section_then_stop", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+    _, message = _reply("section_then_stop", out + "<|stop|>")
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import probes as P
-from .render import ChatTemplate
+from .render import ChatTemplate, _string_arguments
 
 NAME = r"(?P<name>[^\s<>{}()\[\]\"'=:,|]+)"
 
@@ -98,6 +98,13 @@ def _find_json(text: str, want) -> tuple[int, int, Any] | None:
 JSON_END = r"(?<=\})(?=\s*(?:[^\s,\]\}]|\Z))\s*"
 # the same for a list of JSON objects ("}]"; not a marker's "]" before the list)
 JSON_LIST_END = r"(?<=\}\s*\])(?=\s*(?:[^\s,\]\}]|\Z))\s*"
+# a Python keyword argument (``city='Paris'``, ``days=3``, ``tags=["a"]``): its value in single
+# quotes, or JSON text for the json value parser
+PY_KWARG = (
+    r'''(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:'(?P<value>(?:[^'\\]|\\.)*)'|(?P<value>"(?:[^"\\]|\\.)*"'''
+    r'''|(?P<arr>\[(?:[^\[\]"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&arr))*\])'''
+    r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
+)
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -150,6 +157,32 @@ class _PromptAlways:
         return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
 
 
+class _ReprArguments:
+    """A chat template that writes a call's arguments with jinja's ``|string`` (a Python dict's
+    repr, ``{'city': 'Paris'}``, inside otherwise JSON text: vLLM's InternLM2 template), where the
+    model writes JSON: rendered with the arguments as JSON text, which ``|string`` leaves as it is."""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        lines.append("tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them")
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def applies(chat: ChatTemplate) -> bool:
+        if not re.search(r"arguments\s*\|\s*string", chat.source):
+            return False
+        message = {"role": "assistant", "content": "", "tool_calls": [P.WEATHER]}
+        text = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        as_json = chat.render(_string_arguments([P.USER, message]), tools=P.TOOLS) or ""
+        args = P.WEATHER["function"]["arguments"]
+        return str(args) in text and json.dumps(args, ensure_ascii=False) in as_json
+
+    def render(self, messages, **kwargs):
+        return self.chat.render(_string_arguments(messages), **kwargs)
+
+
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
@@ -171,6 +204,13 @@ class _Infer:
                     result = result.first_turn
                 self.rendered[probe.name] = result
                 self.lines.append(f"probe {probe.name}: {result.output!r}" + (f" ({result.note})" if result.note else ""))
+
+    def phrase(self, text: str) -> str:
+        """``text`` as a regex; for a phrase the template's text names (``Here is my response:``)
+        a model may write the contraction (``Here's``)."""
+        if not getattr(self, "phrases", False):
+            return lit(text)
+        return "(?: is|'s) ".join(lit(part) for part in text.split(" is "))
 
     def say(self, line: str) -> None:
         self.lines.append(line)
@@ -196,7 +236,8 @@ class _Infer:
             gen = with_prompt[cut:]
         if not gen.strip():
             # no generation prompt: the assistant turn starts after the user turn's last marker
-            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*$", with_prompt)
+            # (before an empty reasoning block the prompt ends with: thinking off's "<think></think>")
+            m = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])\s*(?:<([^<>/\s]+)>\s*</\2>\s*)?$", with_prompt)
             if m is None:
                 raise InferError("start anchor: add_generation_prompt=True adds nothing and the prompt ends with no marker")
             gen = with_prompt[m.start():]
@@ -263,8 +304,8 @@ class _Infer:
                 open_, anchor = gen.strip(), m.group(0)
                 self.say(f"reasoning: opened by the generation prompt {open_!r}; the start anchor is the marker before it, {anchor!r}")
             fields["reasoning_content"] = {
-                "open_pattern": r"\s*" + lit(open_),
-                "close_pattern": lit(close),
+                "open_pattern": r"\s*" + self.phrase(open_),
+                "close_pattern": self.phrase(close),
                 "content": "text",
             }
             if not from_start and open_ in gen and gen.index(open_) <= len(anchor):
@@ -307,6 +348,18 @@ class _Infer:
                     # (the per-call open too, where an outer one may be left out)
                     fields["reasoning_content"]["close_pattern"] += "|(?=" + _one_of([lit(h) for h in heads]) + ")"
         end = _one_of(ends)
+        optional_open, plain_open = False, ""
+        if content_open and not any(ch in content_open for ch in "<>[]{}|"):
+            # a plain text (no marker) the template writes before some contents and not others
+            # (vLLM's Hunyuan-A13B: '助手：' + content, but not before a call or without tools):
+            # the model may write it or not
+            others = [self.rendered[k].output for k in ("answer_no_tools", "content_call") if k in self.rendered]
+            optional_open = any(not o.lstrip().startswith(content_open) for o in others)
+            if optional_open:
+                # the content field stays implicit (its text needs no open) and the plain text
+                # closes a (then empty) piece of it, so it is not kept
+                self.say(f"content: the plain text {content_open!r} opens some contents and not others: left out where written")
+                plain_open, content_open = content_open, ""
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
             if end or content_close:
@@ -322,6 +375,8 @@ class _Infer:
                 # the marker closing the calls' section, and a reasoning close written after the
                 # calls (a stray one: the reasoning already ended), end a piece of content
                 strays = [outer_close] if outer_close else []
+                if plain_open:
+                    strays.append(lit(plain_open))
                 if self.content_wrap:
                     strays += [lit(self.content_wrap[0]), lit(self.content_wrap[1])]
                 if content_close:
@@ -438,6 +493,18 @@ class _Infer:
         found = self._asked_for(think, [("the template's text", self.chat.source)])
         if found:
             return found
+        # ... or one that names the phrases the reasoning and the response come after (Granite
+        # 3.2's "Write your thoughts after 'Here is my thought process:' and write your response
+        # after 'Here is my response:'")
+        m = re.search(
+            r"(?:thoughts?|reasoning|thinking)\s+after\s+\\?(['\"])([^'\"\n\\]{3,60})\\?\1[\s\S]{0,120}?(?:response|answer)\s+after\s+\\?(['\"])([^'\"\n\\]{3,60})\\?\3",
+            self.chat.source,
+            re.IGNORECASE,
+        )
+        if m:
+            self.say(f"reasoning: never rendered; the template's text asks for it after {m.group(2)!r}, the response after {m.group(4)!r} (\" is \" also as \"'s \")")
+            self.phrases = True
+            return m.group(2), m.group(4)
         self.say("reasoning: never rendered (no reasoning field)")
         return None
 
@@ -650,16 +717,14 @@ class _Infer:
         if not open_:
             return self._bare_json(body, found)
         close = self._close_between(close, two_body, open_)
+        lines = self._lines_section(open_, close, two_body, r"\}", r"(?=\{)")
+        if lines is not None:
+            spec, head = lines
+            self.call_head = head
+            self.say(f"tool_calls: JSON objects ({name_key!r}, {args_key!r}) one after another in one {open_!r} ... {close!r}")
+            return {**spec, "content": "json", "content_args": {"allow_non_json": True}, "transform": self._object_transform(value, name_key, args_key, id_key)}, ""
         outer, inner, _ = self._repeat_wrapper(open_, close, two_body)
-        function = "{content}" if (name_key, args_key) == ("name", "arguments") and len(value) == 2 else {
-            "name": "{content." + name_key + "}",
-            "arguments": "{content." + args_key + "}",
-        }
-        transform: dict[str, Any] = {"type": "function", "function": function}
-        if id_key is not None:
-            transform = {"id": "{content." + id_key + "}", **transform}
-            if function == "{content}":
-                transform["function"] = {"name": "{content.name}", "arguments": "{content.arguments}"}
+        transform = self._object_transform(value, name_key, args_key, id_key)
         self.call_head = (outer or inner).split()[0] if (outer or inner).split() else ""
         self.say(f"tool_calls: JSON object ({name_key!r}, {args_key!r}) in {open_!r} ... {close!r}")
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
@@ -672,6 +737,41 @@ class _Infer:
             "transform": transform,
         }
         return spec, self._outer_close(two_body, close)
+
+    @staticmethod
+    def _object_transform(value: dict, name_key: str, args_key: str, id_key: str | None) -> dict:
+        function = "{content}" if (name_key, args_key) == ("name", "arguments") and len(value) == 2 else {
+            "name": "{content." + name_key + "}",
+            "arguments": "{content." + args_key + "}",
+        }
+        transform: dict[str, Any] = {"type": "function", "function": function}
+        if id_key is not None:
+            transform = {"id": "{content." + id_key + "}", **transform}
+            if function == "{content}":
+                transform["function"] = {"name": "{content.name}", "arguments": "{content.arguments}"}
+        return transform
+
+    def _lines_section(self, open_: str, close: str, two_body: str | None, body_end: str, body_start: str, head: str = "") -> tuple[dict, str] | None:
+        """Calls written one after another (whitespace between them) inside one ``open_`` ...
+        ``close`` section (MiniMax-M1's ``<tool_calls>`` with a JSON object a line, OLMo 3's
+        ``<function_calls>`` with a Python call a line): ``({open_pattern, close_pattern}, head)``,
+        or None where the two-call render does not write them so. ``body_end`` is the regex of a
+        body's last character, ``body_start`` a lookahead for the next body's start, ``head`` what
+        the open reads of a call before its body (a Python call's name and parenthesis, which the
+        close's ``)`` then ends)."""
+        if not (two_body and open_ and close) or two_body.count(open_) != 1 or two_body.count(close) != 1:
+            return None
+        if not (two_body.startswith(open_) and two_body.endswith(close)) or not re.search(body_end + r"\s+" + body_start, two_body):
+            return None
+        consumed = head and body_end.startswith("\\")  # the close reads the body's last character
+        end = body_end if consumed else "(?<=" + body_end + ")"
+        inside = lit(open_) + r"(?:(?!" + lit(close) + r")[\s\S])*" + body_end + r"\s*"
+        spec = {
+            "open_pattern": r"\s*(?:" + flex(open_) + r"|(?<=" + inside + r"))\s*" + (head or body_start),
+            "close_pattern": end + r"\s*" + flex(close) + r"\s*|" + end + r"(?=\s*" + body_start + ")",
+            "repeats": True,
+        }
+        return spec, open_.split()[0]
 
     def _close_between(self, close: str, two_body: str | None, open_: str) -> str:
         """The call's close as the two-call render shows it between the calls (the one-call render
@@ -728,6 +828,11 @@ class _Infer:
         if not two_body or not close:
             return ""
         tail = two_body[two_body.rfind(close) + len(close):].strip()
+        first = re.match(_MARKER, tail)
+        if first and tail[first.end():].strip():
+            # markers after the section's close (Hy3's "<｜hy_eos｜>", which it writes only after
+            # calls): the model may stop after the close; they end the turn
+            return flex(first.group(0)) + "|" + flex(tail[first.end():].strip()) + r"[\s\S]*"
         return flex(tail) if tail else ""
 
     def _json_list(self, body, found, two_body):
@@ -811,7 +916,7 @@ class _Infer:
         i = body.find("[")
         j = body.rfind("]")
         if i < 0 or j < i:
-            raise InferError(f"tool_calls: Python calls outside a list ({body!r})")
+            return self._python_lines(body, two_body)
         try:
             node = ast.parse(body[i: j + 1], mode="eval").body
         except SyntaxError:
@@ -831,6 +936,30 @@ class _Infer:
             spec["close_pattern"] = r"\s*" + _one_of(self.ends) + r"[\s\S]*"
         self.call_head = open_.split()[0] if open_ else ""
         self.say(f"tool_calls: a Python call list after {open_!r}")
+        return spec, ""
+
+    def _python_lines(self, body, two_body):
+        """Python calls outside a list, one after another in a section (OLMo 3's
+        ``<function_calls>\nget_weather(city='Paris', days=3)\n</function_calls>``): each call's
+        keyword arguments read by ``xml-inline`` (a value in Python or JSON syntax)."""
+        name = P.WEATHER["function"]["name"]
+        n, m = body.find(name), body.rfind(")")
+        open_, close = body[:n].strip(), body[m + 1:].strip()
+        call = r"[A-Za-z_][\w.\-]*\("
+        lines = self._lines_section(open_, close, two_body, r"\)", "(?=" + call + ")", r"(?P<name>[A-Za-z_][\w.\-]*)\(")
+        try:
+            node = ast.parse(body[n: m + 1], mode="eval").body
+        except SyntaxError:
+            node = None
+        if lines is None or not isinstance(node, ast.Call):
+            raise InferError(f"tool_calls: Python calls outside a list, and not one per line in one section ({body!r})")
+        spec, self.call_head = lines
+        spec.update({
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": PY_KWARG, "value_parser": {"name": "json", "args": {"allow_non_json": True}}},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        })
+        self.say(f"tool_calls: Python calls one after another in one {open_!r} ... {close!r}")
         return spec, ""
 
     def _loose_json(self, body):
@@ -973,6 +1102,8 @@ def verify(template: dict, chat: ChatTemplate, rendered: dict, *, random_count: 
     from ..api import compile_template
 
     compiled = compile_template(template)
+    if not isinstance(chat, _ReprArguments) and _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, [])  # the model writes JSON where the template writes a repr
     failures = []
     items = list(rendered.values())
     rng = random.Random(seed)
@@ -1004,6 +1135,8 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
             chat = always
         else:
             lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
+    if _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, lines)
     engine = _Infer(chat)
     engine.lines[:0] = lines
     try:
