@@ -240,3 +240,28 @@ def _holds_gap(compiled, chunks: list[str]) -> bool:
     except ValueError:
         pass
     return False
+
+
+@pytest.mark.parametrize("family", ["qwen3"])
+def test_an_unbounded_context_is_not_copied_at_every_quiet_chunk(family):
+    """A template with an unbounded look-behind context (CONTEXT < 0: qwen3's content close)
+    keeps all consumed input as context. While a long argument streams, no chunk commits
+    anything: the context's pieces are kept and joined when a scan reads them, so the joined
+    context does not grow chunk by chunk (it did: a copy of the whole output per chunk, 114 µs
+    per chunk at a 1 MB argument), and the message is the same as a whole parse."""
+    compiled = respc.load(family)
+    parser_class = type(compiled.parser(prefix=""))
+    if parser_class.CONTEXT >= 0:
+        pytest.skip(f"{family}'s context is bounded ({parser_class.CONTEXT})")
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": "' + "x" * 4_000 + '"}}\n</tool_call>'
+    parser = compiled.parser(prefix="")
+    parser.initial_events
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    sizes = []
+    for k, chunk in enumerate(chunks):
+        parser.feed(chunk)
+        if k in (len(chunks) // 3, 2 * len(chunks) // 3):
+            sizes.append(len(parser._ctx))
+    assert sizes[0] == sizes[1], f"{family}: the joined context grew from {sizes[0]} to {sizes[1]} characters while nothing committed"
+    message, _ = parser.finalize()
+    assert message == respc.parse_response(text, family, prefix="")
