@@ -765,9 +765,11 @@ class _Infer:
             return None
         consumed = head and body_end.startswith("\\")  # the close reads the body's last character
         end = body_end if consumed else "(?<=" + body_end + ")"
-        inside = lit(open_) + r"(?:(?!" + lit(close) + r")[\s\S])*" + body_end + r"\s*"
+        # the lookbehind ends at the body's last character, the whitespace after it is the open's
+        # (a lookbehind ending in a run would read the run back at every position: respc lint)
+        inside = lit(open_) + r"(?:(?!" + lit(close) + r")[\s\S])*" + body_end
         spec = {
-            "open_pattern": r"\s*(?:" + flex(open_) + r"|(?<=" + inside + r"))\s*" + (head or body_start),
+            "open_pattern": r"(?:\s*" + flex(open_) + r"|(?<=" + inside + r"))\s*" + (head or body_start),
             "close_pattern": end + r"\s*" + flex(close) + r"\s*|" + end + r"(?=\s*" + body_start + ")",
             "repeats": True,
         }
