@@ -186,6 +186,25 @@ def _required_firsts(pattern: str) -> set[str]:
     return chars
 
 
+def _optional_lead_ways(branch: str) -> list[str]:
+    """``branch`` as the ways its matches can begin: a leading optional group ``(?:X)?R`` (a
+    greedy ``?``) is the two ways ``(?:X)R`` and ``R`` (Kimi-K2's optional section marker before
+    its call marker); any other branch is its own one way."""
+    if not branch.startswith("("):
+        return [branch]
+    close = _group_end(branch, 0)
+    after = branch[close + 1 :]
+    if not after.startswith("?") or after.startswith(("??", "?+")):
+        return [branch]
+    inner = branch[1:close]
+    if inner.startswith("?") and not inner.startswith(("?:", "?P<")):
+        return [branch]  # lookarounds and the like: _required_firsts refuses them anyway
+    rest = after[1:]
+    if not rest:
+        raise _Unknown  # the whole branch may be empty
+    return [branch[: close + 1] + rest, rest]
+
+
 def lead(pattern: str) -> Lead | None:
     """How every match of ``pattern`` begins, or None when that is not known."""
     if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
@@ -206,12 +225,13 @@ def lead(pattern: str) -> Lead | None:
                     ws, branch = True, branch[len(prefix) :]
                     ws_required = ws_required or prefix == "\\s+"
                     break
-            firsts |= _required_firsts(branch)
-            if prefixes is not None:
-                try:
-                    prefixes |= _required_prefixes(branch)
-                except (_Unknown, IndexError):
-                    prefixes = None
+            for way in _optional_lead_ways(branch):
+                firsts |= _required_firsts(way)
+                if prefixes is not None:
+                    try:
+                        prefixes |= _required_prefixes(way)
+                    except (_Unknown, IndexError):
+                        prefixes = None
     except (_Unknown, IndexError):
         return None
     if ws and any(c.isspace() for c in firsts):

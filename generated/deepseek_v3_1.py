@@ -63,10 +63,6 @@ _RE_CONTENT_CLOSE_3 = _regex.compile(
 _RE_ANCHOR_4 = _regex.compile(
     "<｜Assistant｜>(?:</think>)?|<｜tool▁output▁end｜>", _regex.DOTALL
 )  # start_anchor_pattern
-_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:<｜tool▁call▁end｜>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -127,10 +123,10 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_25 = _regex.compile(
     "\\s*<｜end▁of▁sentence｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*<｜tool▁calls▁end｜>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -158,6 +154,36 @@ _BEGINNINGS_0 = frozenset(
 )  # of ('<｜tool▁call▁end｜>',)
 _BEGINNINGS_1 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
 _BEGINNINGS_2 = frozenset(
+    (
+        "<",
+        "<｜",
+        "<｜t",
+        "<｜to",
+        "<｜too",
+        "<｜tool",
+        "<｜tool▁",
+        "<｜tool▁c",
+        "<｜tool▁ca",
+        "<｜tool▁cal",
+        "<｜tool▁call",
+        "<｜tool▁calls",
+        "<｜tool▁calls▁",
+        "<｜tool▁calls▁b",
+        "<｜tool▁calls▁be",
+        "<｜tool▁calls▁beg",
+        "<｜tool▁calls▁begi",
+        "<｜tool▁calls▁begin",
+        "<｜tool▁calls▁begin｜",
+        "<｜tool▁call▁",
+        "<｜tool▁call▁b",
+        "<｜tool▁call▁be",
+        "<｜tool▁call▁beg",
+        "<｜tool▁call▁begi",
+        "<｜tool▁call▁begin",
+        "<｜tool▁call▁begin｜",
+    )
+)  # of ('<｜tool▁calls▁begin｜>', '<｜tool▁call▁begin｜>')
+_BEGINNINGS_3 = frozenset(
     (
         "<",
         "<｜",
@@ -206,6 +232,23 @@ _QUIET_TOOL_CALLS = _scan.quiet_table((("<｜tool▁call▁end｜>",), ()))  # m
 _PENDING_TOOL_CALLS = (
     (("<｜tool▁call▁end｜>",), False, _RE_TOOL_CALLS_CLOSE_2),
 )  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(
+    (
+        (),
+        (
+            "<think>",
+            "<｜tool▁calls▁begin｜>",
+            "<｜tool▁call▁begin｜>",
+            "<｜end▁of▁sentence｜>",
+            "<｜tool▁calls▁end｜>",
+        ),
+    )
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<think>",), True, _RE_REASONING_CONTENT_OPEN_0),
+    (("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"), True, _RE_TOOL_CALLS_OPEN_1),
+    (("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>"), True, _RE_CONTENT_CLOSE_3),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 def _finish_reasoning_content(body, caps):
@@ -245,7 +288,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -415,26 +458,62 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\uff5ctool\u2581calls\u2581begin\uff5c>\\s*)?<\uff5ctool\u2581call\u2581begin\uff5c>(?P<name>[^<]+)<\uff5ctool\u2581sep\uff5c>
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        # every match is whitespace, then one of: <\uff5ctool\u2581calls\u2581begin\uff5c>, <\uff5ctool\u2581call\u2581begin\uff5c>; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<｜tool▁calls▁begin｜>", i):
+            i = buf.find("<｜tool▁calls▁begin｜>", i + 1, top + 20)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<｜tool▁call▁begin｜>", j):
+            j = buf.find("<｜tool▁call▁begin｜>", j + 1, top + 19)
+        if j >= 0 and (i < 0 or j < i):
+            i = j
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
             )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            k = i + 1
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith("<｜tool▁calls▁begin｜>", i):
+                i = buf.find("<｜tool▁calls▁begin｜>", i + 1, top + 20)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<｜tool▁call▁begin｜>", j):
+                j = buf.find("<｜tool▁call▁begin｜>", j + 1, top + 19)
+            if j >= 0 and (i < 0 or j < i):
+                i = j
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<", _BEGINNINGS_2)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -485,7 +564,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 18 if n - 18 > pos else pos, "<", _BEGINNINGS_2)
+            i = _scan.tail_in(buf, n - 18 if n - 18 > pos else pos, "<", _BEGINNINGS_3)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -515,6 +594,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -578,7 +673,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -613,9 +708,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_27,
+                        _RE_TAIL_26,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -628,7 +723,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -663,9 +758,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_27,
+                        _RE_TAIL_26,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

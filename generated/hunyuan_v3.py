@@ -69,10 +69,6 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
 _RE_ANCHOR_5 = _regex.compile(
     "<｜hy_Assistant(?::opensource)?｜>", _regex.DOTALL
 )  # start_anchor_pattern
-_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+)\\s*<tool_sep(?::opensource)?>)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+))\\s*",
     _regex.DOTALL,
@@ -111,7 +107,7 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*<｜hy_eos(?::opensource)?｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -119,8 +115,21 @@ _RE_TAIL_19 = _regex.compile(
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(("<", "<t", "<th", "<thi", "<thin"))  # of ('<think',)
 _BEGINNINGS_1 = frozenset(
+    ("<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal")
+)  # of ('<tool_call',)
+_BEGINNINGS_2 = frozenset(
     ("<", "<｜", "<｜h", "<｜hy", "<｜hy_", "<｜hy_e", "<｜hy_eo")
 )  # of ('<｜hy_eos',)
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_FREE = _scan.quiet_table(
+    (("<think",), ("<tool_call", "<｜hy_eos"))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<think",), False, _RE_REASONING_CONTENT_OPEN_0),
+    (("<tool_call",), True, _RE_TOOL_CALLS_OPEN_2),
+    (("<｜hy_eos",), True, _RE_CONTENT_CLOSE_4),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 def _finish_reasoning_content(body, caps):
@@ -165,7 +174,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -287,26 +296,51 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+)\\s*<tool_sep(?::opensource)?>
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        # every match is whitespace, then one of: <tool_call; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<tool_call", i):
+            i = buf.find("<tool_call", i + 1, top + 10)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_TOOL_CALLS_OPEN_2.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_2.match(buf, j, partial=True)
             )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<tool_call", i):
+                i = buf.find("<tool_call", i + 1, top + 10)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_2.match(buf, j)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_2.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -346,7 +380,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 7 if n - 7 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 7 if n - 7 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -376,6 +410,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -431,7 +481,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -459,7 +509,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_18,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -473,7 +523,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -501,7 +551,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_18,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,

@@ -53,10 +53,6 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|<\\|im_end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -107,10 +103,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -137,6 +133,9 @@ _BEGINNINGS_0 = frozenset(
     )
 )  # of ('<|tool_call_end|>',)
 _BEGINNINGS_1 = frozenset(
+    ("<", "<|", "<|t", "<|to", "<|too", "<|tool", "<|tool_", "<|tool_c", "<|tool_ca", "<|tool_cal")
+)  # of ('<|tool_call',)
+_BEGINNINGS_2 = frozenset(
     (
         "<",
         "<|",
@@ -162,6 +161,11 @@ _BEGINNINGS_1 = frozenset(
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|tool_call_end|>",), ()))  # marks of fields.tool_calls
 _PENDING_TOOL_CALLS = (
     (("<|tool_call_end|>",), False, _RE_TOOL_CALLS_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(((), ("<|tool_call", "<|im_end|>")))  # marks of the free state
+_PENDING_FREE = (
+    (("<|tool_call",), True, _RE_TOOL_CALLS_OPEN_0),
+    (("<|im_end|>", "<|tool_call"), True, _RE_CONTENT_CLOSE_2),
 )  # regex delimiters a held partial match of which is re-checked alone
 
 
@@ -276,26 +280,56 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>
+        # every match is whitespace, then one of: <|tool_call; try the regex only there
+        m = None
         # (the last search's outcome is remembered: it is not run through the same text again)
         a = pos + self._off
         f = self._memo[0]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
-        )
-        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("<|tool_call", f[2] - self._off if f[2] - self._off > pos else pos)
             )
+        else:
+            i = buf.find("<", pos)
+            if i >= 0 and not buf.startswith("<|tool_call", i):
+                i = buf.find("<|tool_call", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 10)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("<|tool_call", i):
+                i = buf.find("<|tool_call", i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                    if eos
+                    else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -345,7 +379,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -375,6 +409,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -419,7 +469,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -447,9 +497,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_19,
                     (
-                        _RE_TAIL_21,
+                        _RE_TAIL_20,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -461,7 +511,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -489,9 +539,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_19,
                     (
-                        _RE_TAIL_21,
+                        _RE_TAIL_20,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

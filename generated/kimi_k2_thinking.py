@@ -65,10 +65,6 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_CONTENT_CLOSE_4_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*))",
     _regex.DOTALL,
@@ -135,13 +131,13 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_29 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*",
     _regex.DOTALL,
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
@@ -169,6 +165,9 @@ _BEGINNINGS_0 = frozenset(
     )
 )  # of ('<|tool_call_end|>',)
 _BEGINNINGS_1 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
+_BEGINNINGS_2 = frozenset(
+    ("<", "<|", "<|t", "<|to", "<|too", "<|tool", "<|tool_", "<|tool_c", "<|tool_ca", "<|tool_cal")
+)  # of ('<|tool_call',)
 
 
 def _finish_reasoning_content(body, caps):
@@ -209,7 +208,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -366,26 +365,51 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+)\\s*<\\|tool_call_argument_begin\\|>
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        # every match is whitespace, then one of: <|tool_call; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|tool_call", i):
+            i = buf.find("<|tool_call", i + 1, top + 11)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_TOOL_CALLS_OPEN_2.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_2.match(buf, j, partial=True)
             )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|tool_call", i):
+                i = buf.find("<|tool_call", i + 1, top + 11)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_2)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_2.match(buf, j)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_2.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -398,14 +422,14 @@ class Parser(_base.ParserBase):
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*)
         # (the last search's outcome is remembered: it is not run through the same text again)
         a = pos + self._off
-        f = self._memo[2]
+        f = self._memo[1]
         k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
         m = (
             _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
             else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
         )
-        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -518,10 +542,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_26,
                     (
+                        _RE_TAIL_27,
                         _RE_TAIL_28,
-                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -569,10 +593,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_26,
                     (
+                        _RE_TAIL_27,
                         _RE_TAIL_28,
-                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -83,6 +83,42 @@ _RE_TAIL_9 = _regex.compile(
     "(?=<\\|open\\|>tools<\\|sep\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
+# The proper beginnings of delimiter literals: a buffer that ends in one may still grow
+# into that delimiter, so it is held from there (see _scan.tail_in).
+_BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|o",
+        "<|op",
+        "<|ope",
+        "<|open",
+        "<|open|",
+        "<|open|>",
+        "<|open|>c",
+        "<|open|>ca",
+        "<|open|>cal",
+        "<|open|>call",
+        "<|open|>call ",
+        "<|open|>call t",
+        "<|open|>call to",
+        "<|open|>call too",
+        "<|open|>call tool",
+        "<|open|>call tool=",
+        "<|open|>t",
+        "<|open|>to",
+        "<|open|>too",
+        "<|open|>tool",
+        "<|open|>tools",
+        "<|open|>tools<",
+        "<|open|>tools<|",
+        "<|open|>tools<|s",
+        "<|open|>tools<|se",
+        "<|open|>tools<|sep",
+        "<|open|>tools<|sep|",
+    )
+)  # of ('<|open|>call tool="', '<|open|>tools<|sep|>')
+
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|close|>call<|sep|>",), ()))  # marks of fields.tool_calls
 _HELD_TOOL_CALLS = frozenset(
@@ -108,6 +144,57 @@ _HELD_TOOL_CALLS = frozenset(
         "<|close|>call<|sep|",
     )
 )  # the proper beginnings of the literals watched
+_QUIET_FREE = _scan.quiet_table(
+    (
+        (
+            "<|open|>response<|sep|>",
+            "<|open|>think<|sep|>",
+            '<|open|>call tool="',
+            "<|open|>tools<|sep|>",
+        ),
+        (),
+    )
+)  # marks of the free state
+_HELD_FREE = frozenset(
+    (
+        "<",
+        "<|",
+        "<|o",
+        "<|op",
+        "<|ope",
+        "<|open",
+        "<|open|",
+        "<|open|>",
+        "<|open|>r",
+        "<|open|>re",
+        "<|open|>res",
+        "<|open|>resp",
+        "<|open|>respo",
+        "<|open|>respon",
+        "<|open|>respons",
+        "<|open|>response",
+        "<|open|>response<",
+        "<|open|>response<|",
+        "<|open|>response<|s",
+        "<|open|>response<|se",
+        "<|open|>response<|sep",
+        "<|open|>response<|sep|",
+        "<|open|>t",
+        "<|open|>th",
+        "<|open|>thi",
+        "<|open|>thin",
+        "<|open|>think",
+        "<|open|>think<",
+        "<|open|>think<|",
+        "<|open|>think<|s",
+        "<|open|>think<|se",
+        "<|open|>think<|sep",
+        "<|open|>think<|sep|",
+    )
+)  # the proper beginnings of the literals watched
+_PENDING_FREE = (
+    (('<|open|>call tool="', "<|open|>tools<|sep|>"), False, _RE_TOOL_CALLS_OPEN_2),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 def _finish_reasoning_content(body, caps):
@@ -159,7 +246,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -319,26 +406,55 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex (?:<\\|open\\|>tools<\\|sep\\|>)?<\\|open\\|>call tool=\"(?P<name>[^\"]*)\"(?: index=\"[^\"]*\")?<\\|sep\\|>
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[2]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_2.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_2.search(buf, k, partial=True)
-        )
-        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_2.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        # every match is one of: <|open|>call tool=\", <|open|>tools<|sep|>; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = bound
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith('<|open|>call tool="', i):
+            i = buf.find('<|open|>call tool="', i + 1, top + 19)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<|open|>tools<|sep|>", j):
+            j = buf.find("<|open|>tools<|sep|>", j + 1, top + 20)
+        if j >= 0 and (i < 0 or j < i):
+            i = j
+        while i >= 0:
+            if i > bound and m is None:
+                break
+            c = (
+                _RE_TOOL_CALLS_OPEN_2.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_2.match(buf, i, partial=True)
             )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            k = i + 1
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith('<|open|>call tool="', i):
+                i = buf.find('<|open|>call tool="', i + 1, top + 19)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<|open|>tools<|sep|>", j):
+                j = buf.find("<|open|>tools<|sep|>", j + 1, top + 20)
+            if j >= 0 and (i < 0 or j < i):
+                i = j
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                if i <= bound and i < hold:
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_2.match(buf, i)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_2.match(buf, i, partial=True)
+                    )
+                    if c is not None:
+                        m = c
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -351,6 +467,45 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _end_free(self, buf: str, pos, eos):
+        # At end of stream: every delimiter of this state (open content, open reasoning_content, open tool_calls) starts with <|open|>; try them where it occurs, leftmost first, the longest at one place.
+        n = len(buf)
+        k = buf.find("<", pos)
+        if k >= 0 and not buf.startswith("<|open|>", k):
+            k = buf.find("<|open|>", k + 1)
+        while k >= 0:
+            best = None
+            # open content -- fields.content.open: literal <|open|>response<|sep|>
+            if buf.startswith("<|open|>response<|sep|>", k):
+                best = (k, k + 23, 1, None)
+            # open reasoning_content -- fields.reasoning_content.open: literal <|open|>think<|sep|>
+            if buf.startswith("<|open|>think<|sep|>", k) and (best is None or 20 > best[1] - k):
+                best = (k, k + 20, 0, None)
+            # open tool_calls -- fields.tool_calls.open_pattern: regex (?:<\\|open\\|>tools<\\|sep\\|>)?<\\|open\\|>call tool=\"(?P<name>[^\"]*)\"(?: index=\"[^\"]*\")?<\\|sep\\|>
+            if buf.startswith(('<|open|>call tool="', "<|open|>tools<|sep|>"), k):
+                m = _RE_TOOL_CALLS_OPEN_2.match(buf, k)
+                if m is not None and (best is None or m.end() - k > best[1] - k):
+                    best = (k, m.end(), 2, m)
+            if best is not None:
+                return best
+            k = buf.find("<", k + 1)
+            if k >= 0 and not buf.startswith("<|open|>", k):
+                k = buf.find("<|open|>", k + 1)
+        return n
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        if x in _HELD_FREE:
+            return 0  # a literal is being written from the start of x: the scan holds it all
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -425,8 +580,8 @@ class Parser(_base.ParserBase):
         _scan.State(
             field=-1,
             scan=_state_free,
-            end_scan=_state_free,
-            quiet=None,
+            end_scan=_end_free,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(

@@ -61,10 +61,6 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:</minimax:tool_call>\\s*|\\[e~\\[[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
-    '(?:\\G|(?<!\\s))(?:\\s*(?:<minimax:tool_call>\\s*)?<invoke name="(?P<name>[^"]+)">)',
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
 _RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:</invoke>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -113,10 +109,10 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*\\[e~\\[", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*</minimax:tool_call>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -127,6 +123,40 @@ _BEGINNINGS_0 = frozenset(
 )  # of ('</invoke>',)
 _BEGINNINGS_1 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
 _BEGINNINGS_2 = frozenset(
+    (
+        "<",
+        "<i",
+        "<in",
+        "<inv",
+        "<invo",
+        "<invok",
+        "<invoke",
+        "<invoke ",
+        "<invoke n",
+        "<invoke na",
+        "<invoke nam",
+        "<invoke name",
+        "<invoke name=",
+        "<m",
+        "<mi",
+        "<min",
+        "<mini",
+        "<minim",
+        "<minima",
+        "<minimax",
+        "<minimax:",
+        "<minimax:t",
+        "<minimax:to",
+        "<minimax:too",
+        "<minimax:tool",
+        "<minimax:tool_",
+        "<minimax:tool_c",
+        "<minimax:tool_ca",
+        "<minimax:tool_cal",
+        "<minimax:tool_call",
+    )
+)  # of ('<invoke name="', '<minimax:tool_call>')
+_BEGINNINGS_3 = frozenset(
     (
         "<",
         "</",
@@ -163,6 +193,14 @@ _HELD_REASONING_CONTENT = frozenset(
 _QUIET_TOOL_CALLS = _scan.quiet_table((("</invoke>",), ()))  # marks of fields.tool_calls
 _PENDING_TOOL_CALLS = (
     (("</invoke>",), False, _RE_TOOL_CALLS_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(
+    ((), ("<think>", '<invoke name="', "<minimax:tool_call>", "</minimax:tool_call>", "[e~["))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<think>",), True, _RE_REASONING_CONTENT_OPEN_0),
+    (('<invoke name="', "<minimax:tool_call>"), True, _RE_TOOL_CALLS_OPEN_1),
+    (("</minimax:tool_call>", "[e~["), True, _RE_CONTENT_CLOSE_3),
 )  # regex delimiters a held partial match of which is re-checked alone
 
 
@@ -210,7 +248,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -378,26 +416,62 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*(?:<minimax:tool_call>\\s*)?<invoke name=\"(?P<name>[^\"]+)\">
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        # every match is whitespace, then one of: <invoke name=\", <minimax:tool_call>; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith('<invoke name="', i):
+            i = buf.find('<invoke name="', i + 1, top + 14)
+        j = buf.find("<", pos, top + 1)
+        if j >= 0 and not buf.startswith("<minimax:tool_call>", j):
+            j = buf.find("<minimax:tool_call>", j + 1, top + 19)
+        if j >= 0 and (i < 0 or j < i):
+            i = j
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
             )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            k = i + 1
+            i = buf.find("<", k, top + 1)
+            if i >= 0 and not buf.startswith('<invoke name="', i):
+                i = buf.find('<invoke name="', i + 1, top + 14)
+            j = buf.find("<", k, top + 1)
+            if j >= 0 and not buf.startswith("<minimax:tool_call>", j):
+                j = buf.find("<minimax:tool_call>", j + 1, top + 19)
+            if j >= 0 and (i < 0 or j < i):
+                i = j
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 18 if n - 18 > pos else pos, "<", _BEGINNINGS_2)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                        if eos
+                        else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             if m.partial or (e == n and not eos):
@@ -448,7 +522,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_2)
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_3)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -478,6 +552,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, [
+        if "<" not in x and "[" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -541,7 +631,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -569,9 +659,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_20,
                     (
-                        _RE_TAIL_22,
+                        _RE_TAIL_21,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -584,7 +674,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -612,9 +702,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_20,
                     (
-                        _RE_TAIL_22,
+                        _RE_TAIL_21,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
