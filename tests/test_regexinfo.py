@@ -675,3 +675,17 @@ def test_run_splits_through_a_leading_group():
     # ... and alternatives one of whose prefixes starts another's do not: nothing through the group
     assert run_splits(r"(?:<a=[^<]+|<a)<") == []
     assert run_splits(r"\s*(?:<e>\s*|(?=<e))") == []
+
+
+def test_lead_sees_through_a_leading_optional_group():
+    """Kimi-K2's open, an optional section marker before its call marker: every match begins
+    with whitespace and then ``<|tool_call`` (either marker), so scans can look for that literal
+    instead of running the regex from every position (lead was None before)."""
+    from respc.compiler.regexinfo import lead
+
+    found = lead(r"\s*(?:<\|tool_calls?_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<name>[\w\-]+)")
+    assert found is not None and found.ws and found.prefixes == ("<|tool_call",)
+    both = lead(r"(?:a|b)?c|d")
+    assert both is not None and set(both.prefixes) == {"a", "b", "c", "d"}
+    assert lead(r"(?:ab)?") is None  # a branch that may match nothing has no lead
+    assert lead(r"(?:ab)??c") is None  # a lazy optional group stays general
