@@ -261,3 +261,33 @@ def test_reasoning_marker_in_the_prompt_counts_as_shown():
     source = _inst(False, system="Think first, inside [THINK]your thoughts[/THINK], then answer.")
     assert respc.detect(source, bos_token="<s>", eos_token="</s>") == "ministral-3-reasoning"
     assert respc.detect(_inst(False), bos_token="<s>", eos_token="</s>") != "ministral-3-reasoning"
+
+
+def test_a_prompt_that_pre_opens_a_pattern_opened_block_leaves_reasoning_open():
+    # mimo opens its reasoning with a pattern (``\s*<think>``), matched only once text follows it
+    from respc.chat.detect import _opens_reasoning
+
+    mimo = respc.load("mimo")
+    assert _opens_reasoning(mimo, "<|im_start|>user\nhi<|im_end|><|im_start|>assistant\n<think>")
+    assert not _opens_reasoning(mimo, "<|im_start|>user\nhi<|im_end|><|im_start|>assistant\n")
+
+
+# tagged calls, ChatML turns without a newline after <|im_end|>, a prompt that pre-opens <think>
+# and a history that writes <think> only where the message has reasoning (written here)
+PREOPEN_TAGGED = """{%- if tools %}{{- '<|im_start|>system\\nTools: ' + tools | tojson + '<|im_end|>' }}{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}
+{{- '<|im_start|>assistant\\n' }}{%- if m.reasoning_content %}{{- '<think>' + m.reasoning_content + '</think>' }}{%- endif %}
+{{- m.content or '' }}
+{%- for tc in m.tool_calls or [] %}{{- '<tool_call>\\n<function=' + tc.function.name + '>\\n' }}
+{%- for k, v in tc.function.arguments.items() %}{{- '<parameter=' + k + '>' + (v | string) + '</parameter>\\n' }}{%- endfor %}
+{{- '</function>\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>' }}
+{%- elif m.role == 'tool' %}{{- '<|im_start|>tool\\n<tool_response>\\n' + m.content + '\\n</tool_response>\\n<|im_end|>' }}
+{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>' }}{%- endif %}"""
+
+
+def test_pre_opened_think_with_a_history_that_drops_it_fits_the_pattern_opened_family():
+    result = detect_report(PREOPEN_TAGGED)
+    assert "mimo" in result.fitting, result.failures.get("mimo")

@@ -237,12 +237,16 @@ def reasoning_close(name: str) -> str | None:
 
 
 def _opens_reasoning(compiled, prefix: str) -> bool:
+    """Whether the prompt leaves the family's reasoning open: a region open in the parser's events
+    once one plain character follows the prefix (an open pattern, ``\\s*<think>``, is only
+    matched when text after it shows it complete)."""
     try:
-        events = compiled.parser(prefix=prefix).initial_events
+        parser = compiled.parser(prefix=prefix)
+        events = list(parser.initial_events or ()) + list(parser.feed("x") or ())
     except Exception:  # noqa: BLE001
         return False
     depth = 0
-    for event in events or ():
+    for event in events:
         if event.get("field") == "reasoning_content":
             depth += {"region_open": 1, "region_close": -1}.get(event.get("type"), 0)
     return depth > 0
