@@ -124,6 +124,33 @@ def test_parsers_load_only_for_families_whose_anchor_occurs():
     assert _compiled.cache_info().currsize <= 3  # not the 61 bundled families
 
 
+def test_parsers_do_not_load_for_families_whose_call_open_the_calls_never_match(monkeypatch):
+    # ChatML with JSON inside <tool_call>: the families writing <tool_call>\n<function=...> share the
+    # anchor and the marker, but their open pattern matches no rendered call (and their own prompt
+    # is not this one), so they fail without their parser
+    from respc.chat import detect as D
+
+    loaded = []
+    real = D._compiled
+    monkeypatch.setattr(D, "_compiled", lambda name: loaded.append(name) or real(name))
+    source = C.CHATML_JSON + " "  # a template not seen before in this process
+    result = detect_report(source)
+    assert result.family is not None and "qwen3-coder" not in loaded and "mimo" not in loaded
+    assert result.failures["qwen3-coder"][0][1] == D._NO_CALL_OPEN
+
+
+def test_a_second_detect_of_a_template_parses_nothing_again(monkeypatch):
+    from respc.chat import detect as D
+
+    source = C.TAGGED_XML + " "
+    first = detect_report(source)
+    monkeypatch.setattr(D, "parses_all", lambda *a, **k: pytest.fail("parsed again"))
+    again = detect_report(source)
+    assert again == first and again is not first
+    again.fitting.append("changed")  # a copy: the next caller gets the report unchanged
+    assert detect_report(source) == first
+
+
 def test_for_model_prefers_the_shipped_response_template(tmp_path):
     template = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"content": "text"}}}
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": C.CHATML_JSON, "response_template": template}))

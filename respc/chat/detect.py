@@ -11,6 +11,7 @@ delimiters).
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 import warnings
@@ -119,11 +120,18 @@ def _shingles(text: str, size: int = 8) -> set:
     return {text[i: i + size] for i in range(max(0, len(text) - size + 1))}
 
 
+@lru_cache(maxsize=256)
 def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     """How alike the chat template's prompt (with the family's sample tools) and the family's
     sample prompts are: the Jaccard index of their sets of 8-character pieces (last 3,000
-    characters; linear time, where difflib's ratio is quadratic)."""
-    return _prompt_resemblance(chat, name)[0]
+    characters; linear time, where difflib's ratio is quadratic). Cached per ChatTemplate (one per
+    chat template and tokens: ``as_chat_template``) and family."""
+    tails = _sample_tails(name)
+    if tails is None:
+        return 0.0
+    tools, sets = tails
+    tail = _shingles((chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")[-3000:])
+    return max((len(tail & b) / len(tail | b) for b in sets if tail or b), default=0.0)
 
 
 @lru_cache(maxsize=256)
@@ -131,34 +139,45 @@ def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
     """(likeness, containment): the Jaccard index above, and the share of the family's sample
     prompt's pieces that the chat template's prompt holds, leaving out the pieces of the sample
     tools' names and descriptions and of the user's message (what is left is the family's own
-    template text: its markers, its system prompt, its way of writing the tools). Cached per
-    ChatTemplate (one per chat template and tokens: ``as_chat_template``) and family."""
+    template text: its markers, its system prompt, its way of writing the tools)."""
     pieces = _sample_pieces(name)
     if pieces is None:
         return 0.0, 0.0
-    tools, cases = pieces
-    rendered = chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or ""
-    whole = _shingles(rendered)
-    tail = _shingles(rendered[-3000:])
-    likeness = containment = 0.0
-    for b, own in cases:
-        if tail or b:
-            likeness = max(likeness, len(tail & b) / len(tail | b))
-        if own:
-            containment = max(containment, len(own & whole) / len(own))
-    return likeness, containment
+    tools, owns = pieces
+    whole = _shingles(chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")
+    containment = max((len(own & whole) / len(own) for own in owns if own), default=0.0)
+    return _prompt_likeness(chat, name), containment
 
 
 @lru_cache(maxsize=None)
-def _sample_pieces(name: str):
-    """(sample tools, [(pieces of a sample prompt's last 3,000 characters, its pieces less those of
-    the tools' names and descriptions and of the user's message)]) of the family's sample prompts
-    written with its sample tools (what the chat template renders here: a bare
-    ``user``/``assistant`` sample prompt is every ChatML template's), or None without samples."""
+def _sample_prompts(name: str):
+    """(sample tools, up to two sample prompts) of the family: its sample prompts written with
+    its sample tools (what the chat template renders here: a bare ``user``/``assistant`` sample
+    prompt is every ChatML template's), or None without samples."""
     data = samples(name)
     if not data or not data.get("cases"):
         return None
     tools = data.get("tools") or _probes.TOOLS
+    names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
+    with_tools = [c for c in data["cases"] if names and isinstance(names[0], str) and names[0] in c.get("prefix", "")]
+    return tools, [c["prefix"] for c in with_tools[:2] or data["cases"][:2] if c.get("prefix")]
+
+
+@lru_cache(maxsize=None)
+def _sample_tails(name: str):
+    """(sample tools, [pieces of each sample prompt's last 3,000 characters]), or None."""
+    prompts = _sample_prompts(name)
+    return None if prompts is None else (prompts[0], [_shingles(prefix[-3000:]) for prefix in prompts[1]])
+
+
+@lru_cache(maxsize=None)
+def _sample_pieces(name: str):
+    """(sample tools, [each sample prompt's pieces less those of the tools' names and descriptions
+    and of the user's message]), or None."""
+    prompts = _sample_prompts(name)
+    if prompts is None:
+        return None
+    tools, prefixes = prompts
     noise = _shingles(_probes.USER["content"])
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else {}
@@ -166,14 +185,7 @@ def _sample_pieces(name: str):
         for text in [function.get("name"), function.get("description")] + [p.get("description") for p in properties.values() if isinstance(p, dict)]:
             if isinstance(text, str):
                 noise |= _shingles(text)
-    names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
-    with_tools = [c for c in data["cases"] if names and isinstance(names[0], str) and names[0] in c.get("prefix", "")]
-    cases = []
-    for case in with_tools[:2] or data["cases"][:2]:
-        prefix = case.get("prefix", "")
-        if prefix:
-            cases.append((_shingles(prefix[-3000:]), _shingles(prefix) - noise))
-    return tools, cases
+    return tools, [_shingles(prefix) - noise for prefix in prefixes]
 
 
 def _shown_fields(template: dict, rendered: list) -> tuple[int, int]:
@@ -379,8 +391,14 @@ def _chat_template(source: str, bos_token: str, eos_token: str) -> ChatTemplate:
 
 
 def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", all_failures: bool = False) -> DetectResult:
-    """Detect with the whole story (see DetectResult)."""
-    chat = as_chat_template(chat_template, bos_token, eos_token)
+    """Detect with the whole story (see DetectResult). A chat template (with its tokens) seen
+    before in this process gets a copy of the first report: its renders, and so what fits, are
+    the same every time (``_chat_template``)."""
+    return copy.deepcopy(_detect_report(as_chat_template(chat_template, bos_token, eos_token), all_failures))
+
+
+@lru_cache(maxsize=64)
+def _detect_report(chat: ChatTemplate, all_failures: bool) -> DetectResult:
     rendered, skipped = render_all(chat)
     result = DetectResult(None, skipped=skipped, probes=[r.probe.name for r in rendered])
     if not rendered:
@@ -389,6 +407,12 @@ def detect_report(chat_template, *, bos_token: str = "", eos_token: str = "", al
     call_texts = [r.prefix[-200:] + r.output for r in rendered if r.expected.get("tool_calls")]
     for name, template, test in _families():
         if not test(prompts) or not _may_read_calls(template, call_texts):
+            continue
+        if call_texts and not _opens_a_call(template, call_texts) and _prompt_likeness(chat, name) < 0.9:
+            # it reads none of the rendered calls and could only be excused by its own prompt
+            # (``_own_template_fits``), which the chat template does not reproduce: no parser needed
+            first_call = next(r.probe.name for r in rendered if r.expected.get("tool_calls"))
+            result.failures[name] = [(first_call, _NO_CALL_OPEN)]
             continue
         compiled = _compiled(name)
         with warnings.catch_warnings():
@@ -527,6 +551,41 @@ def _may_read_calls(template: dict, call_texts: list) -> bool:
     return any(_writes_calls(template, text, unknown=True) for text in call_texts)
 
 
+_NO_CALL_OPEN = "its tool_calls open pattern matches in none of the rendered calls"
+
+
+@lru_cache(maxsize=256)
+def _open_regex(pattern: str):
+    """The compiled call open of a family as its parser compiles it (``regex``, DOTALL), searched
+    anywhere (``\\A`` dropped: the prompt's end stands before the output); None where it does
+    not compile here."""
+    pattern = pattern.replace("\\A", "")
+    try:
+        import regex
+
+        return regex.compile(pattern, regex.DOTALL)
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001  (regex's own error class)
+        return None
+    try:
+        return re.compile(pattern, re.DOTALL)
+    except re.error:
+        return None
+
+
+def _opens_a_call(template: dict, call_texts: list) -> bool:
+    """Whether the family's whole ``tool_calls`` open (its pattern, not only its first literal)
+    matches in one of the rendered calls: a family reads no call whose open it does not match
+    (True where the pattern does not compile here: no telling)."""
+    spec = template.get("fields", {}).get("tool_calls") or {}
+    pattern = spec.get("open_pattern")
+    if not pattern:
+        return True  # a literal open: ``_may_read_calls`` tested it
+    rx = _open_regex(pattern)
+    return rx is None or any(rx.search(text) for text in call_texts)
+
+
 def _only_calls_differ(compiled, item) -> bool:
     """Whether a call probe fails in its calls alone: the parse raises (on the call body), or
     gives the probe's reasoning and a content that holds the probe's (the calls the family does
@@ -566,6 +625,8 @@ def _own_template_fits(chat, rendered: list, result: DetectResult) -> list:
         )
 
     for name, failed in result.failures.items():
+        if failed and failed[0][1] == _NO_CALL_OPEN:
+            continue  # reads no rendered call and its own prompt is not this template's
         if not excusable(name, failed):
             continue
         with warnings.catch_warnings():
