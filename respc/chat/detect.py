@@ -575,15 +575,29 @@ def _open_regex(pattern: str):
 
 
 def _opens_a_call(template: dict, call_texts: list) -> bool:
-    """Whether the family's whole ``tool_calls`` open (its pattern, not only its first literal)
-    matches in one of the rendered calls: a family reads no call whose open it does not match
-    (True where the pattern does not compile here: no telling)."""
+    """Whether the family may read one of the rendered calls: its whole ``tool_calls`` open (its
+    pattern, not only its first literal) matches there, followed by a body of its kind (JSON
+    opens with ``{`` or ``[``; tagged parameters hold a match of its tag pattern). A family reads
+    no call whose open it does not match (True where a pattern does not compile here: no
+    telling)."""
     spec = template.get("fields", {}).get("tool_calls") or {}
     pattern = spec.get("open_pattern")
     if not pattern:
         return True  # a literal open: ``_may_read_calls`` tested it
     rx = _open_regex(pattern)
-    return rx is None or any(rx.search(text) for text in call_texts)
+    if rx is None:
+        return True
+    kind = spec.get("content")
+    tags = _open_regex((spec.get("content_args") or {}).get("tag_pattern") or "") if kind == "xml-inline" else None
+    for text in call_texts:
+        for match in rx.finditer(text):
+            body = text[match.end():].lstrip()
+            if kind == "json" and body[:1] not in ("{", "["):
+                continue
+            if kind == "xml-inline" and tags is not None and tags.pattern and not tags.search(body):
+                continue
+            return True
+    return False
 
 
 def _only_calls_differ(compiled, item) -> bool:
