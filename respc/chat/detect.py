@@ -430,23 +430,35 @@ def _detect_report(chat: ChatTemplate, all_failures: bool) -> DetectResult:
         elif _content_only(chat, rendered, result.fitting):
             result.content_only = True  # nothing the template shows tells the fitting formats apart
         else:
-            resemblance = {n: _prompt_resemblance(chat, n) for n in result.fitting}
-            likeness = {n: round(resemblance[n][0], 3) for n in result.fitting}
-            containment = {n: round(resemblance[n][1], 3) for n in result.fitting}
-            result.family = max(
-                result.fitting,
-                key=lambda n: (
-                    likeness[n] >= 0.9,  # the family's own sample prompts, rendered by this very template
-                    -_shown_fields(_template(n), rendered)[1],
-                    _shown_fields(_template(n), rendered)[0],
-                    _ids_given_back(_compiled(n), rendered),
-                    containment[n],
-                    likeness[n],
-                    _strictness(_template(n)),
-                    n,
-                ),
-            )
+            result.family = _winner(chat, rendered, result.fitting)
     return result
+
+
+def _winner(chat, rendered: list, fitting: list) -> str:
+    """The fitting family the tie-break picks: the greatest by each criterion in turn (the family's
+    own sample prompts, rendered by this very template; no field the template never shows; more
+    fields shown; more call ids given back; containment; likeness; longer delimiters; the name),
+    each computed only for the families still tied (the containment's pieces of a whole sample
+    prompt, and the ids' parses, are the costly ones)."""
+    likeness = lambda n: round(_prompt_likeness(chat, n), 3)  # noqa: E731
+    criteria = (
+        lambda n: likeness(n) >= 0.9,
+        lambda n: -_shown_fields(_template(n), rendered)[1],
+        lambda n: _shown_fields(_template(n), rendered)[0],
+        lambda n: _ids_given_back(_compiled(n), rendered),
+        lambda n: round(_prompt_resemblance(chat, n)[1], 3),
+        likeness,
+        lambda n: _strictness(_template(n)),
+        lambda n: n,
+    )
+    left = list(fitting)
+    for key in criteria:
+        if len(left) == 1:
+            break
+        values = {n: key(n) for n in left}
+        best = max(values.values())
+        left = [n for n in left if values[n] == best]
+    return left[0]
 
 
 def _content_only(chat, rendered: list, fitting: list) -> bool:
