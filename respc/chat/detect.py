@@ -120,6 +120,12 @@ def _shingles(text: str, size: int = 8) -> set:
     return {text[i: i + size] for i in range(max(0, len(text) - size + 1))}
 
 
+@lru_cache(maxsize=64)
+def _frozen_shingles(text: str) -> frozenset:
+    """``_shingles`` of a rendered prompt, shared by the families whose sample tools are the same."""
+    return frozenset(_shingles(text))
+
+
 @lru_cache(maxsize=256)
 def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     """How alike the chat template's prompt (with the family's sample tools) and the family's
@@ -130,7 +136,7 @@ def _prompt_likeness(chat: ChatTemplate, name: str) -> float:
     if tails is None:
         return 0.0
     tools, sets = tails
-    tail = _shingles((chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")[-3000:])
+    tail = _frozen_shingles((chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")[-3000:])
     return max((len(tail & b) / len(tail | b) for b in sets if tail or b), default=0.0)
 
 
@@ -144,7 +150,7 @@ def _prompt_resemblance(chat: ChatTemplate, name: str) -> tuple[float, float]:
     if pieces is None:
         return 0.0, 0.0
     tools, owns = pieces
-    whole = _shingles(chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")
+    whole = _frozen_shingles(chat.render([_probes.USER], tools=tools, add_generation_prompt=True) or "")
     containment = max((len(own & whole) / len(own) for own in owns if own), default=0.0)
     return _prompt_likeness(chat, name), containment
 
