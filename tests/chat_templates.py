@@ -294,6 +294,43 @@ SECTION_THEN_STOP = """{%- for m in messages %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|bot|>' }}{%- endif %}"""
 
+#: every block opens with the same marker the generation prompt starts with ("<|open|>"): one
+#: assistant turn whose blocks (think, text) are not turns of their own
+SHARED_OPEN = """{%- for m in messages %}{{- '<|open|>' + m.role + '<|sep|>' }}
+{%- if m.role == 'assistant' %}
+{%- if m.reasoning_content %}{{- '<|open|>think<|sep|>' + m.reasoning_content + '<|close|>' }}{%- endif %}
+{{- '<|open|>text<|sep|>' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<tool_call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</tool_call>' }}{%- endfor %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|end|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|open|>assistant<|sep|>' }}{%- endif %}"""
+
+#: the function's name written twice, as the call's recipient and in its invoke tag
+NAME_TWICE = chatml(
+    "{{- '<call to=' + tc.function.name + '><invoke name=\"' + tc.function.name + '\">\n' }}"
+    "{%- for k, v in tc.function.arguments.items() %}{{- '<arg name=\"' + k + '\">' + (v | string) + '</arg>\n' }}{%- endfor %}"
+    "{{- '</invoke></call>' }}"
+)
+
+#: every turn closes with <|im_end|>; the assistant's adds a stop marker after it
+STOP_AFTER_TURN_CLOSE = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' }}
+{%- if m.role == 'assistant' %}{{- m.content or '' }}
+{%- if m.tool_calls %}{{- '<calls>' + m.tool_calls | map(attribute='function') | list | tojson + '<|im_end|><|stop|>' }}
+{%- else %}{{- '<|im_end|><|endofturn|>' }}{%- endif %}
+{%- else %}{{- m.content + '<|im_end|>' }}{%- endif %}{{- '\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+#: reasoning rendered only from typed parts of a message's content (never from reasoning_content)
+BLOCK_REASONING = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' }}
+{%- if m.content is mapping %}{%- for part in m.content.parts %}
+{%- if part.type == 'thinking' %}{{- '<reason>' + part.body + '</reason>' }}{%- elif part.type == 'text' %}{{- part.body }}{%- endif %}
+{%- endfor %}{%- else %}{{- m.content or '' }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '<tool_call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</tool_call>' }}{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -317,6 +354,10 @@ MORE = {
     "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
     "thought_phrases": THOUGHT_PHRASES,
     "section_then_stop": SECTION_THEN_STOP,
+    "shared_open": SHARED_OPEN,
+    "name_twice": NAME_TWICE,
+    "stop_after_turn_close": STOP_AFTER_TURN_CLOSE,
+    "block_reasoning": BLOCK_REASONING,
 }
 
 ALL = {

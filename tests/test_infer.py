@@ -396,3 +396,35 @@ def test_a_marker_written_after_the_calls_section_may_be_left_out():
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
     _, message = _reply("section_then_stop", out + "<|stop|>")
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+
+
+def test_a_marker_that_opens_every_block_is_not_a_second_turn():
+    out = "<|open|>think<|sep|>Look it up.<|close|><|open|>text<|sep|>Checking.<|end|>"
+    _, message = _reply("shared_open", out)
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Checking."
+
+
+def test_a_name_written_twice_is_read_for_any_function():
+    out = '<call to=get_time><invoke name="get_time"><arg name="timezone">UTC</arg></invoke></call><|im_end|>'
+    _, message = _reply("name_twice", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_stop_markers_after_the_turn_close_may_be_left_out():
+    for out in ("Sunny.<|im_end|>", "Sunny.<|im_end|><|endofturn|>"):
+        _, message = _reply("stop_after_turn_close", out)
+        assert message["content"] == "Sunny.", out
+    _, message = _reply("stop_after_turn_close", '<calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]<|im_end|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+
+
+def test_reasoning_rendered_only_from_content_blocks():
+    result = infer_report(C.BLOCK_REASONING)
+    assert any("blocks of type 'thinking'" in line for line in result.lines)
+    _, message = _reply("block_reasoning", "<reason>Look it up.</reason>It is mild.<|im_end|>")
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "It is mild."
+
+
+def test_a_call_list_the_reply_ends_with_closes_its_section():
+    _, message = _reply("keyed_list", '<calls>[{"get_time": {}}]')
+    assert _calls(message) == [("get_time", {})] and not message.get("content")

@@ -62,13 +62,18 @@ def _common_suffix(a: str, b: str) -> str:
     return a[len(a) - n:] if n else ""
 
 
-def _name_group(following: str) -> str:
-    """The function-name capture, up to the character the render writes after the name
+def _name_chars(following: str) -> str:
+    """A function name's characters, up to the one the render writes after the name
     (``[^>\\s]+`` before ``>``), or up to whitespace and markup when it writes none."""
     first = following.lstrip()[:1] if not following[:1].isspace() else ""
     if first and not first.isalnum() and first not in "_.-":
-        return "(?P<name>[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+)"
-    return NAME
+        return "[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+"
+    return NAME[len("(?P<name>"):-1]
+
+
+def _name_group(following: str) -> str:
+    """The function-name capture (``_name_chars``)."""
+    return "(?P<name>" + _name_chars(following) + ")"
 
 
 def _namespaced(opening: str) -> str:
@@ -106,6 +111,14 @@ PY_KWARG = (
     r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
 )
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
+
+
+def _turn_start(header: str) -> bool:
+    """Whether ``header`` (the start of the generation prompt found again inside a reply) starts an
+    assistant turn: it names the role, or it is the whole generation prompt. A marker that opens
+    every block of the format (Kimi-K3's ``<|open|>``, before ``message``, ``think``, ``tools``) is
+    not a second turn."""
+    return bool(re.search(r"assistant", header, re.IGNORECASE)) or not re.fullmatch(r"\s*" + _MARKER + r"\s*", header)
 
 
 class _PromptAlways:
@@ -183,10 +196,92 @@ class _ReprArguments:
         return self.chat.render(_string_arguments(messages), **kwargs)
 
 
+class _BlockReasoning:
+    """A chat template that renders reasoning only from typed blocks of a message's content, never
+    from ``reasoning_content`` (Apertus's ``message.content.blocks``, ``block.type == 'thoughts'``
+    and ``'response'``, each with its ``block.text``): rendered with a message's reasoning and
+    content as those blocks, which the template's text names."""
+
+    def __init__(self, chat: ChatTemplate, spec: tuple, lines: list):
+        self.chat = chat
+        self.key, self.think, self.answer, self.attr = spec
+        where = f"content.{self.key}" if self.key else "content"
+        lines.append(f"reasoning: rendered only from the message's {where} blocks of type {self.think!r} (and {self.answer!r}, each block's {self.attr!r}), as the template's text reads them")
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def spec(chat: ChatTemplate) -> tuple | None:
+        """(container key or None for a list content, thought type, answer type, text attribute)."""
+        src = chat.source
+        m = re.search(r"(\w+)\.type\s*==\s*['\"](\w*(?:thought|think|reason)\w*)['\"]", src, re.IGNORECASE)
+        if m is None:
+            return None
+        var = m.group(1)
+        answer = re.search(r"\b" + var + r"\.type\s*==\s*['\"](response|text|answer|output|content)['\"]", src)
+        attr = next((a for a in re.findall(r"\b" + var + r"\.(\w+)", src[m.end():]) if a != "type"), None)
+        loop = re.search(r"for\s+" + var + r"\s+in\s+([\w.]+)", src)
+        if not (answer and attr and loop):
+            return None
+        container = loop.group(1)
+        bound = re.search(r"set\s+" + re.escape(container) + r"\s*=\s*([\w.]+)", src)
+        path = bound.group(1) if bound else container
+        if re.fullmatch(r"\w+\.content", path):
+            key = None
+        elif re.fullmatch(r"\w+\.content\.\w+", path):
+            key = path.rsplit(".", 1)[1]
+        else:
+            return None
+        return key, m.group(2), answer.group(1), attr
+
+    @classmethod
+    def applies(cls, chat: ChatTemplate) -> tuple | None:
+        spec = cls.spec(chat)
+        if spec is None:
+            return None
+        message = {"role": "assistant", "reasoning_content": P.REASONING, "content": P.ANSWER}
+        plain = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        blocks = chat.render([P.USER, cls._as_blocks(message, spec)], tools=P.TOOLS) or ""
+        return spec if P.REASONING not in plain and P.REASONING in blocks and P.ANSWER in blocks else None
+
+    @staticmethod
+    def _as_blocks(message: dict, spec: tuple) -> dict:
+        key, think, answer, attr = spec
+        out = {k: v for k, v in message.items() if k not in ("reasoning_content", "thinking")}
+        items = [{"type": think, attr: message["reasoning_content"]}]
+        if message.get("content"):
+            items.append({"type": answer, attr: message["content"]})
+        out["content"] = {key: items} if key else items
+        return out
+
+    def render(self, messages, **kwargs):
+        spec = (self.key, self.think, self.answer, self.attr)
+        messages = [self._as_blocks(m, spec) if m.get("role") == "assistant" and m.get("reasoning_content") else m for m in messages]
+        return self.chat.render(messages, **kwargs)
+
+
+def _as_the_model_writes(chat, lines: list):
+    """``chat`` wrapped so that it renders what the model writes: arguments the template writes with
+    ``|string`` as JSON text, reasoning it reads only from content blocks as those blocks."""
+    layers, inner = set(), chat
+    while hasattr(inner, "chat") and not isinstance(inner, ChatTemplate):
+        layers.add(type(inner))
+        inner = inner.chat
+    if _ReprArguments not in layers and _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, lines)
+    if _BlockReasoning not in layers:
+        spec = _BlockReasoning.applies(chat)
+        if spec is not None:
+            chat = _BlockReasoning(chat, spec, lines)
+    return chat
+
+
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
         self.content_wrap: tuple[str, str] | None = None
+        self.turn_close, self.stops = "", []
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
         extra = [
@@ -198,7 +293,7 @@ class _Infer:
             if isinstance(result, str):
                 self.lines.append(f"probe {probe.name}: skipped ({result})")
             else:
-                if result.first_turn is not None:
+                if result.first_turn is not None and _turn_start(result.first_turn.turn_header):
                     # the render holds two assistant turns (content after calls as a turn of
                     # its own): the model writes the first
                     result = result.first_turn
@@ -283,7 +378,8 @@ class _Infer:
                     break
         # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
         self.say(f"end of turn: {eot!r}")
-        ends = [flex(eot)] if eot else []
+        self.turn_close = self._turn_close()
+        ends = [self.closing(eot)] if eot else []
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
@@ -421,6 +517,26 @@ class _Infer:
             template = {"start_anchor_pattern": _one_of([lit(a) for a in anchors]) + "(?:" + lit(reasoning[1]) + ")?"}
         template.update({"defaults": {"role": "assistant"}, "fields": fields})
         return template
+
+    def _turn_close(self) -> str:
+        """The marker that closes the user's turn (``<|im_end|>``), or ""."""
+        text = self.chat.render([P.USER], tools=P.TOOLS) or self.chat.render([P.USER]) or ""
+        i = text.find(P.USER["content"])
+        m = re.match(r"\s*(" + _MARKER + ")", text[i + len(P.USER["content"]):]) if i >= 0 else None
+        return m.group(1) if m else ""
+
+    def closing(self, text: str) -> str:
+        """``text`` (a close) as a regex; where it is the marker that closes every turn followed by
+        more markers (HyperCLOVA X's ``<|im_end|><|endofturn|>``, ``<|im_end|><|stop|>``), those
+        are the reply's stop markers, which a model may leave out (an engine stops on them): optional."""
+        close = self.turn_close
+        rest = text[len(close):].strip() if close and text.startswith(close) else ""
+        if rest and re.fullmatch(r"(?:" + _MARKER + r"\s*)+", rest):
+            if rest not in self.stops:
+                self.stops.append(rest)
+                self.say(f"end of turn: {rest!r} after {close!r} (which closes every turn) is optional")
+            return flex(close) + "(?:" + flex(rest) + ")?"
+        return flex(text)
 
     def reasoning(self, gen: str, before_content: str, tails: dict) -> tuple[str, str] | None:
         item = self.rendered.get("reasoning_answer") or self.rendered.get("thinking_on_reasoning")
@@ -609,7 +725,8 @@ class _Infer:
         }
         self.call_head = open_
         self.say(f"tool_calls: a JSON list of objects keyed by the function name after {open_!r}")
-        return spec, r"\]\s*" + (flex(close) if close else "")
+        # (the list's "]" as the last of the reply closes the section too: a model may stop there)
+        return spec, r"\]\s*" + ("(?:" + flex(close) + r"|\Z)" if close else "")
 
     def _described_calls(self) -> dict | None:
         """Calls the template never renders but its prompt with tools describes: a call marker
@@ -730,7 +847,7 @@ class _Infer:
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(close) + r"\s*") if close else JSON_END,
+            "close_pattern": (self.closing(close) + r"\s*") if close else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -861,7 +978,7 @@ class _Infer:
             "transform": transform,
         }
         if close:
-            spec["close_pattern"] = flex(close) + r"\s*"
+            spec["close_pattern"] = self.closing(close) + r"\s*"
         else:
             spec["close_pattern"] = JSON_LIST_END  # text after the list is content
         self.call_head = open_.split()[0] if open_ else ""
@@ -904,7 +1021,7 @@ class _Infer:
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(post) + r"\s*") if post else JSON_END,
+            "close_pattern": (self.closing(post) + r"\s*") if post else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -1025,7 +1142,14 @@ class _Infer:
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
-        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + (flex(header) if header else "")
+        header_rx = flex(header) if header else ""
+        if name in header:
+            # the name written again after it (a recipient, then an invoke tag: ``to=get_weather
+            # <|message|><invoke name="get_weather">``): the same name, not that one literally
+            parts = header.split(name)
+            header_rx = "".join(flex(part) + (_name_chars(parts[i + 1]) if i + 1 < len(parts) else "") for i, part in enumerate(parts))
+            self.say(f"tool_calls: the name is written again in {header!r}")
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + header_rx
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: tagged parameters {tag_open!r} KEY {kv!r} VALUE {tag_close!r} in {pre!r} NAME {header!r} ... {post!r}")
         spec = {
@@ -1104,8 +1228,7 @@ def verify(template: dict, chat: ChatTemplate, rendered: dict, *, random_count: 
     from ..api import compile_template
 
     compiled = compile_template(template)
-    if not isinstance(chat, _ReprArguments) and _ReprArguments.applies(chat):
-        chat = _ReprArguments(chat, [])  # the model writes JSON where the template writes a repr
+    chat = _as_the_model_writes(chat, [])  # (where infer_report has not wrapped it already)
     failures = []
     items = list(rendered.values())
     rng = random.Random(seed)
@@ -1137,8 +1260,7 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
             chat = always
         else:
             lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
-    if _ReprArguments.applies(chat):
-        chat = _ReprArguments(chat, lines)
+    chat = _as_the_model_writes(chat, lines)
     engine = _Infer(chat)
     engine.lines[:0] = lines
     try:
