@@ -331,6 +331,11 @@ BLOCK_REASONING = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' 
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
 
+#: tools read from an ``xml_tools`` kwarg (as SmolLM3's template does), calls only described
+XML_TOOLS_KWARG = """{%- if xml_tools %}{{- '<|im_start|>system\nTools: ' + xml_tools | tojson + '\nCall one as <tool_call>\n{"name": <name>, "arguments": <args>}\n</tool_call><|im_end|>\n' }}{%- endif %}
+{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -358,6 +363,7 @@ MORE = {
     "name_twice": NAME_TWICE,
     "stop_after_turn_close": STOP_AFTER_TURN_CLOSE,
     "block_reasoning": BLOCK_REASONING,
+    "xml_tools_kwarg": XML_TOOLS_KWARG,
 }
 
 ALL = {

@@ -428,3 +428,9 @@ def test_reasoning_rendered_only_from_content_blocks():
 def test_a_call_list_the_reply_ends_with_closes_its_section():
     _, message = _reply("keyed_list", '<calls>[{"get_time": {}}]')
     assert _calls(message) == [("get_time", {})] and not message.get("content")
+
+
+def test_tools_given_as_the_xml_tools_kwarg_the_template_reads():
+    out = '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>'
+    template, message = _reply("xml_tools_kwarg", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
