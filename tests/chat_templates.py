@@ -336,6 +336,19 @@ XML_TOOLS_KWARG = """{%- if xml_tools %}{{- '<|im_start|>system\nTools: ' + xml_
 {%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
 
+#: tags made of a marker, a name and a separator (<|o|>think<|s|> ... <|c|>think<|s|>), reasoning
+#: pre-opened, a (possibly empty) answer block, then the calls with an index each
+COMPOUND_TAGS = """{%- for m in messages %}{{- '<|o|>msg role="' + m.role + '"<|s|>' }}
+{%- if m.role == 'assistant' %}
+{{- (m.reasoning_content or '') + '<|c|>think<|s|><|o|>answer<|s|>' + (m.content or '') + '<|c|>answer<|s|>' }}
+{%- if m.tool_calls %}{{- '<|o|>calls<|s|>' }}
+{%- for tc in m.tool_calls %}{{- '<|o|>call fn="' + tc.function.name + '" n="' + loop.index | string + '"<|s|>' }}
+{%- for k, v in tc.function.arguments.items() %}{{- '<|o|>arg key="' + k + '"<|s|>' + v | string + '<|c|>arg<|s|>' }}{%- endfor %}
+{{- '<|c|>call<|s|>' }}{%- endfor %}{{- '<|c|>calls<|s|>' }}{%- endif %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|c|>msg<|s|><|eom|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|o|>msg role="assistant"<|s|><|o|>think<|s|>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -364,6 +377,7 @@ MORE = {
     "stop_after_turn_close": STOP_AFTER_TURN_CLOSE,
     "block_reasoning": BLOCK_REASONING,
     "xml_tools_kwarg": XML_TOOLS_KWARG,
+    "compound_tags": COMPOUND_TAGS,
 }
 
 ALL = {

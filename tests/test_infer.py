@@ -434,3 +434,17 @@ def test_tools_given_as_the_xml_tools_kwarg_the_template_reads():
     out = '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>'
     template, message = _reply("xml_tools_kwarg", out)
     assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_tags_of_a_marker_a_name_and_a_separator_are_read_whole():
+    template, message = _reply("compound_tags", "Look it up.<|c|>think<|s|><|o|>answer<|s|>Sunny.<|c|>answer<|s|><|c|>msg<|s|>")
+    assert template["start_anchor"] == '<|o|>msg role="assistant"<|s|>'
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Sunny."
+    out = (
+        'Two calls.<|c|>think<|s|><|o|>answer<|s|><|c|>answer<|s|><|o|>calls<|s|><|o|>call fn="get_time" n="1"<|s|>'
+        '<|o|>arg key="timezone"<|s|>UTC<|c|>arg<|s|><|c|>call<|s|><|o|>call fn="set_alarm" n="2"<|s|><|o|>arg key="hour"<|s|>7'
+        '<|c|>arg<|s|><|o|>arg key="label"<|s|>up<|c|>arg<|s|><|c|>call<|s|><|c|>calls<|s|><|c|>msg<|s|><|eom|>'
+    )
+    _, message = _reply("compound_tags", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    assert not message.get("content")

@@ -113,6 +113,22 @@ PY_KWARG = (
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
+def _tag_pattern(texts: list[str]) -> str | None:
+    """Where the format's tags are a marker, a name and a separator marker (Kimi-K3's
+    ``<|open|>think<|sep|>`` ... ``<|close|>think<|sep|>``), the regex of one such tag: a
+    separator that ends tags after two kinds of opening marker, never a marker of its own. None
+    where the renders show no such tags."""
+    tags = [m for text in texts for m in re.finditer(r"(<\|[^|<>]+\|>)([^<>\n]+?)(<\|[^|<>]+\|>)", text)]
+    for sep in dict.fromkeys(m.group(3) for m in tags):
+        mine = [m for m in tags if m.group(3) == sep]
+        heads = {m.group(1) for m in mine}
+        names = {m.group(2).split()[0] for m in mine}
+        alone = sum(text.count(sep) for text in texts)
+        if len(heads) >= 2 and len(names) >= 3 and sep not in heads and alone == len({(id(m.string), m.start(3)) for m in mine}):
+            return "(?:" + "|".join(lit(h) for h in sorted(heads)) + r")[^<>\n]*?" + lit(sep)
+    return None
+
+
 def _turn_start(header: str) -> bool:
     """Whether ``header`` (the start of the generation prompt found again inside a reply) starts an
     assistant turn: it names the role, or it is the whole generation prompt. A marker that opens
@@ -281,7 +297,8 @@ class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
         self.content_wrap: tuple[str, str] | None = None
-        self.turn_close, self.stops = "", []
+        self.turn_close, self.stops, self.content_close = "", [], ""
+        self.marker = _MARKER  # (with the format's compound tags in front, once the renders are read)
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
         extra = [
@@ -299,6 +316,12 @@ class _Infer:
                     result = result.first_turn
                 self.rendered[probe.name] = result
                 self.lines.append(f"probe {probe.name}: {result.output!r}" + (f" ({result.note})" if result.note else ""))
+
+    def read_tags(self) -> None:
+        tag = _tag_pattern([r.output for r in self.rendered.values()])
+        if tag:
+            self.marker = "(?:" + tag + "|" + _MARKER + ")"
+            self.say(f"markers: the format's tags are compound ({tag}): each is read as one marker")
 
     def phrase(self, text: str) -> str:
         """``text`` as a regex; for a phrase the template's text names (``Here is my response:``)
@@ -356,6 +379,7 @@ class _Infer:
         return anchor, tails
 
     def infer(self) -> dict:
+        self.read_tags()
         anchor, tails = self.anchor_and_tails()
         gen = anchor + tails["default"]
         answer = self.rendered.get("answer") or self.rendered.get("answer_no_tools")
@@ -371,7 +395,7 @@ class _Infer:
         if eot and not call_out.endswith(eot):
             # a call's render ends with only the last markers of it: the first ones close the
             # content (command-r7b's "<|END_RESPONSE|>", then the turn's "<|END_OF_TURN_TOKEN|>")
-            for m in re.finditer(_MARKER, eot):
+            for m in re.finditer(self.marker, eot):
                 if m.start() > 0 and call_out.endswith(eot[m.start():]):
                     content_close, eot = eot[: m.start()].strip(), eot[m.start():]
                     self.say(f"content closes with {content_close!r}")
@@ -383,7 +407,7 @@ class _Infer:
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
-        self.eot = eot
+        self.eot, self.content_close = eot, content_close
         fields: dict[str, dict] = {}
         reasoning = self.reasoning(gen, before, tails)
         pre_open = None
@@ -459,7 +483,12 @@ class _Infer:
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
             if end or content_close:
-                closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
+                name = P.WEATHER["function"]["name"]
+                if content_close and -1 < call_out.find(content_close) < call_out.find(name):
+                    # calls follow the content's close (Kimi-K3's response block, then its tools)
+                    closes = [lit(content_close), _one_of(self.ends) + r"[\s\S]*"]
+                else:
+                    closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
                 if tool_field is not None and self.call_head:
                     closes.append("(?=" + lit(self.call_head) + ")")  # a call after the content ends it
                 fields["content"]["close_pattern"] = r"\s*" + _one_of(closes)
@@ -522,7 +551,7 @@ class _Infer:
         """The marker that closes the user's turn (``<|im_end|>``), or ""."""
         text = self.chat.render([P.USER], tools=P.TOOLS) or self.chat.render([P.USER]) or ""
         i = text.find(P.USER["content"])
-        m = re.match(r"\s*(" + _MARKER + ")", text[i + len(P.USER["content"]):]) if i >= 0 else None
+        m = re.match(r"\s*(" + self.marker + ")", text[i + len(P.USER["content"]):]) if i >= 0 else None
         return m.group(1) if m else ""
 
     def closing(self, text: str) -> str:
@@ -531,7 +560,7 @@ class _Infer:
         are the reply's stop markers, which a model may leave out (an engine stops on them): optional."""
         close = self.turn_close
         rest = text[len(close):].strip() if close and text.startswith(close) else ""
-        if rest and re.fullmatch(r"(?:" + _MARKER + r"\s*)+", rest):
+        if rest and re.fullmatch(r"(?:" + self.marker + r"\s*)+", rest):
             if rest not in self.stops:
                 self.stops.append(rest)
                 self.say(f"end of turn: {rest!r} after {close!r} (which closes every turn) is optional")
@@ -549,11 +578,17 @@ class _Infer:
             content_open = before_content.strip()
             if content_open and between.endswith(content_open) and between != content_open:
                 between = between[: -len(content_open)].strip()
+            tags = [m.group(0) for m in re.finditer(self.marker, between)] if self.marker != _MARKER else []
+            if len(tags) >= 2 and "".join(tags) == between.replace("\n", ""):
+                # compound tags: the first closes the reasoning, the others open the content (which
+                # the answer alone renders after the pre-opened block's close)
+                between = tags[0]
+                self.say(f"reasoning: closed by the tag {between!r}; {''.join(tags[1:])!r} opens the content")
             if not open_:
                 # opened by the generation prompt: a marker it ends with, or the text it writes
                 # after its last marker (Apriel's "Here are my reasoning steps:")
                 prompt_tail = item.prefix[-60:]
-                m = re.search(r"(<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
+                m = re.search(r"(" + (self.marker + "|" if self.marker != _MARKER else "") + r"<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
                 marker = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])(?![\s\S]*(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\]))", gen)
                 sentence = gen[marker.end():].strip() if marker else ""
                 if m is not None:
@@ -647,6 +682,9 @@ class _Infer:
         out = item.output
         if head and out.startswith(head):
             out = out[len(head):]
+            if self.content_close and out.lstrip().startswith(self.content_close):
+                # the (empty) content's close, written before the calls
+                out = out.lstrip()[len(self.content_close):]
         # the end of turn after the call (a template may write the call as a turn of its own after
         # an end-of-turn marker: GigaChat's "<|message_sep|>\n\nfunction call<|role_sep|>")
         n = max(out.find(P.WEATHER["function"]["name"]), 0)
@@ -791,10 +829,12 @@ class _Infer:
         if two_body is None or pos2 < 0 or pos2 < end1:
             return "", open_, close
         size = len(open_)
+        inside = {i for m in re.finditer(_MARKER, open_) for i in range(m.start() + 1, m.end())}
         while size > 0 and not (
             two_body[:pos2].endswith(open_[len(open_) - size:])
             and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
             and open_[len(open_) - size] not in ">]|}"
+            and len(open_) - size not in inside  # (not inside a marker: "<|" + "sep|>")
         ):
             size -= 1  # the longest end of the opening, starting where a token starts, before the second call
         inner = open_[len(open_) - size:].strip() if size else ""
@@ -947,7 +987,7 @@ class _Infer:
         if not two_body or not close:
             return ""
         tail = two_body[two_body.rfind(close) + len(close):].strip()
-        first = re.match(_MARKER, tail)
+        first = re.match(self.marker, tail)
         if first and tail[first.end():].strip():
             # markers after the section's close (Hy3's "<｜hy_eos｜>", which it writes only after
             # calls): the model may stop after the close; they end the turn
@@ -1109,7 +1149,11 @@ class _Infer:
         after = body[v2 + 1:]
         tag_open = _common_suffix(head, between)
         ws = re.search(r"\s", tag_open)
-        if ws:
+        lead = re.match(self.marker, tag_open)
+        if lead and tag_open[lead.end():].startswith("<"):
+            # a whole marker first (the previous value's tag's separator): the tag opens after it
+            tag_open = tag_open[lead.end():]
+        elif ws:
             tag_open = tag_open[ws.end():].lstrip()
         if not tag_open:
             raise InferError(f"tool_calls: no tag before each parameter ({body!r})")
@@ -1143,6 +1187,12 @@ class _Infer:
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
         header_rx = flex(header) if header else ""
+        pos = two_body.find(P.TIME["function"]["name"]) if two_body else -1
+        second = two_body[pos + len(P.TIME["function"]["name"]):].split(tag_open, 1)[0].strip() if pos >= 0 else ""
+        if header and second != header and re.sub(r"\d+", "0", second) == re.sub(r"\d+", "0", header):
+            # a number in it that differs from call to call (an index)
+            header_rx = re.sub(r"\d+", r"\\d+", header_rx)
+            self.say(f"tool_calls: the number in {header!r} counts the calls")
         if name in header:
             # the name written again after it (a recipient, then an invoke tag: ``to=get_weather
             # <|message|><invoke name="get_weather">``): the same name, not that one literally
