@@ -349,6 +349,15 @@ COMPOUND_TAGS = """{%- for m in messages %}{{- '<|o|>msg role="' + m.role + '"<|
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|o|>msg role="assistant"<|s|><|o|>think<|s|>' }}{%- endif %}"""
 
+#: a Python call list whose string values the template writes bare ("%s" | format: city=Paris)
+BARE_VALUES = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '\n' }}
+{%- if m.tool_calls %}{{- '[' }}{%- for tc in m.tool_calls %}{{- tc.function.name + '(' }}
+{%- for k, v in tc.function.arguments.items() %}{{- k + '=' + '%s' | format(v) }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}
+{{- ')' }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}{{- ']' }}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|hdr|>assistant\n' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -378,6 +387,7 @@ MORE = {
     "block_reasoning": BLOCK_REASONING,
     "xml_tools_kwarg": XML_TOOLS_KWARG,
     "compound_tags": COMPOUND_TAGS,
+    "bare_values": BARE_VALUES,
 }
 
 ALL = {

@@ -448,3 +448,10 @@ def test_tags_of_a_marker_a_name_and_a_separator_are_read_whole():
     _, message = _reply("compound_tags", out)
     assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
     assert not message.get("content")
+
+
+def test_python_values_the_template_writes_bare_are_read_as_the_model_quotes_them():
+    result = infer_report(C.BARE_VALUES)
+    assert any("unquoted" in line for line in result.lines)
+    _, message = _reply("bare_values", '[get_time(timezone="UTC"), set_alarm(hour=7, label="wake up")]<|eot|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "wake up"})]

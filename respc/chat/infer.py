@@ -277,15 +277,57 @@ class _BlockReasoning:
         return self.chat.render(messages, **kwargs)
 
 
+class _BareValues:
+    """A chat template that writes a Python call's string values bare (``"%s" | format(value)``:
+    ``get_weather(city=Paris, days=3)``, not Python: vLLM's Llama 3.2 pythonic template), where
+    the model writes Python literals: rendered with the string values as their quoted JSON text,
+    which ``%s`` leaves as it is."""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        lines.append("tool_calls: the template writes Python calls' string values unquoted; rendered with them quoted, as the model writes them")
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    @staticmethod
+    def _quoted(messages: list) -> list:
+        out = []
+        for m in messages:
+            if m.get("tool_calls"):
+                m = dict(m, tool_calls=[
+                    dict(c, function=dict(c["function"], arguments={k: json.dumps(v, ensure_ascii=False) if isinstance(v, str) else v for k, v in c["function"]["arguments"].items()}))
+                    if isinstance(c.get("function", {}).get("arguments"), dict) else c
+                    for c in m["tool_calls"]
+                ])
+            out.append(m)
+        return out
+
+    @classmethod
+    def applies(cls, chat: ChatTemplate) -> bool:
+        message = {"role": "assistant", "content": "", "tool_calls": [P.WEATHER]}
+        text = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        if not re.search(r"get_weather\(\s*city\s*=\s*Paris\b", text):
+            return False
+        quoted = chat.render(cls._quoted([P.USER, message]), tools=P.TOOLS) or ""
+        return bool(re.search(r'get_weather\(\s*city\s*=\s*"Paris"', quoted))
+
+    def render(self, messages, **kwargs):
+        return self.chat.render(self._quoted(messages), **kwargs)
+
+
 def _as_the_model_writes(chat, lines: list):
     """``chat`` wrapped so that it renders what the model writes: arguments the template writes with
-    ``|string`` as JSON text, reasoning it reads only from content blocks as those blocks."""
+    ``|string`` as JSON text, string values it writes bare in Python calls quoted, reasoning it
+    reads only from content blocks as those blocks."""
     layers, inner = set(), chat
     while hasattr(inner, "chat") and not isinstance(inner, ChatTemplate):
         layers.add(type(inner))
         inner = inner.chat
     if _ReprArguments not in layers and _ReprArguments.applies(chat):
         chat = _ReprArguments(chat, lines)
+    if _BareValues not in layers and _BareValues.applies(chat):
+        chat = _BareValues(chat, lines)
     if _BlockReasoning not in layers:
         spec = _BlockReasoning.applies(chat)
         if spec is not None:
