@@ -358,6 +358,19 @@ BARE_VALUES = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '\n' }}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|hdr|>assistant\n' }}{%- endif %}"""
 
+#: special tokens built from one suffix variable ('<call{}>'.format(TK)), which other models of
+#: the family write with another value of it (none)
+SUFFIXED_TOKENS = """{%- set TK = ':v2' %}
+{%- set bot = '<bot{}>'.format(TK) %}{%- set eot = '<eot{}>'.format(TK) %}{%- set usr = '<user{}>'.format(TK) %}
+{%- set call_open = '<call{}>'.format(TK) %}{%- set call_close = '</call{}>'.format(TK) %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- bot + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- call_open + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + call_close }}{%- endfor %}
+{{- eot }}
+{%- else %}{{- usr + m.content + eot }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- bot }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -388,6 +401,7 @@ MORE = {
     "xml_tools_kwarg": XML_TOOLS_KWARG,
     "compound_tags": COMPOUND_TAGS,
     "bare_values": BARE_VALUES,
+    "suffixed_tokens": SUFFIXED_TOKENS,
 }
 
 ALL = {

@@ -455,3 +455,13 @@ def test_python_values_the_template_writes_bare_are_read_as_the_model_quotes_the
     assert any("unquoted" in line for line in result.lines)
     _, message = _reply("bare_values", '[get_time(timezone="UTC"), set_alarm(hour=7, label="wake up")]<|eot|>')
     assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "wake up"})]
+
+
+def test_a_suffix_formatted_into_every_special_token_is_optional():
+    call = '{"name": "get_time", "arguments": {"timezone": "UTC"}}'
+    template = respc.infer(C.SUFFIXED_TOKENS)
+    compiled = respc.compile_template(template)
+    for tk in (":v2", ""):
+        out = f"Checking.<call{tk}>{call}</call{tk}><eot{tk}>"
+        message = compiled.parse(out, prefix=f"<user{tk}>hi<eot{tk}><bot{tk}>", tools=probes.TOOLS)
+        assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})], tk

@@ -1255,6 +1255,43 @@ class _Infer:
         return spec, self._outer_close(two_body, post)
 
 
+def _token_suffix(source: str) -> tuple[str, str, str] | None:
+    """(variable, value, the source with it set to "") where the template formats one variable's
+    value into its special tokens (Hy3's ``HYTK = ':opensource'`` in ``'<tool_call{}>'.format(HYTK)``
+    and a score of others): a parameter of the template, which the family's models write with
+    other values (Hy3-preview's tokens have none)."""
+    for m in re.finditer(r"\{%-?\s*set\s+(\w+)\s*=\s*(['\"])([^'\"\s{}]+)\2\s*-?%\}", source):
+        var, quote, value = m.group(1), m.group(2), m.group(3)
+        uses = re.findall(r"['\"]<[^'\"]*\{\}[^'\"]*>['\"]\s*\.format\(\s*" + var + r"\s*\)", source)
+        if len(uses) >= 4:
+            bare = m.group(0).replace(quote + value + quote, quote * 2, 1)
+            return var, value, source[: m.start()] + bare + source[m.end():]
+    return None
+
+
+def _optional_suffix(template: dict, suffix: str) -> dict:
+    """``template`` with ``suffix`` optional wherever its patterns and anchors write it."""
+    rx = lit(suffix)
+
+    def fix(pattern: str) -> str:
+        return pattern.replace(rx, "(?:" + rx + ")?")
+
+    out = json.loads(json.dumps(template))
+    if "start_anchor" in out:
+        anchors = out.pop("start_anchor")
+        out = {"start_anchor_pattern": _one_of([fix(lit(a)) for a in (anchors if isinstance(anchors, list) else [anchors])]), **out}
+    elif "start_anchor_pattern" in out:
+        out["start_anchor_pattern"] = fix(out["start_anchor_pattern"])
+    for spec in out["fields"].values():
+        for key in ("open_pattern", "close_pattern"):
+            if key in spec:
+                spec[key] = fix(spec[key])
+        args = spec.get("content_args") or {}
+        if "tag_pattern" in args:
+            args["tag_pattern"] = fix(args["tag_pattern"])
+    return out
+
+
 # --- verification ----------------------------------------------------------------------------
 def _reasoning_close_example(template: dict) -> str | None:
     spec = template["fields"].get("reasoning_content")
@@ -1361,8 +1398,16 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
         return InferResult(None, engine.lines, str(exc))
     from ..compiler.validate import TemplateError
 
+    suffix = _token_suffix(chat.source)
+    if suffix is not None:
+        var, value, bare_source = suffix
+        template = _optional_suffix(template, value)
+        engine.say(f"markers: the template formats {var} = {value!r} into its special tokens; the suffix is optional (the tokens with {var} = '' are checked too)")
     try:
         failures = verify(template, chat, engine.rendered, random_count=random_count, seed=seed)
+        if suffix is not None and not failures:
+            bare = _as_the_model_writes(ChatTemplate(suffix[2], bos_token=chat.bos_token, eos_token=chat.eos_token), [])
+            failures = verify(template, bare, _Infer(bare).rendered, random_count=random_count, seed=seed)
     except TemplateError as exc:
         return InferResult(None, engine.lines, f"verification: the inferred template does not compile: {exc}")
     if failures:
