@@ -465,3 +465,10 @@ def test_a_suffix_formatted_into_every_special_token_is_optional():
         out = f"Checking.<call{tk}>{call}</call{tk}><eot{tk}>"
         message = compiled.parse(out, prefix=f"<user{tk}>hi<eot{tk}><bot{tk}>", tools=probes.TOOLS)
         assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})], tk
+
+
+def test_a_semicolon_separates_bare_json_calls_where_the_template_renders_no_two():
+    out = '{"name": "get_time", "parameters": {"timezone": "UTC"}}; {"name": "set_alarm", "parameters": {"hour": 7, "label": "up"}}<|eot|>'
+    _, message = _reply("bare_json_tagged_branch", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    assert not message.get("content")

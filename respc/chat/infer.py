@@ -1014,10 +1014,16 @@ class _Infer:
         if m and m.group(1) not in body:
             head = r"(?:" + lit(m.group(1)) + r"\s*)?"
             self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
+        close = JSON_END
+        if "two_calls" not in self.rendered:
+            # the template refuses (or never renders) two calls: nothing says how a model separates
+            # them; a ";" between two bare JSON calls is a separator, not content
+            close = JSON_END + r"(?:;\s*(?=" + head + r"\{))?"
+            self.say("tool_calls: the template renders no two calls; a ';' between two bare JSON calls separates them")
         spec = {
             # the name key before any nested object (a "type" key may come first)
             "open_pattern": r"\s*" + head + r"(?=\{[^{}]*\"" + lit(name_key) + r"\"\s*:)",
-            "close_pattern": JSON_END,
+            "close_pattern": close,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
