@@ -371,6 +371,19 @@ SUFFIXED_TOKENS = """{%- set TK = ':v2' %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- bot }}{%- endif %}"""
 
+#: reasoning, content and each call as messages of their own in one reply, each opened by the
+#: generation prompt's "<|start|>assistant" again
+CHANNEL_MESSAGES = """{%- for m in messages %}
+{%- if m.role == 'assistant' %}
+{%- if m.reasoning_content %}{{- '<|start|>assistant to=self<|msg|>' + m.reasoning_content + '<|eom|>' }}{%- endif %}
+{%- if m.content %}{{- '<|start|>assistant to=user<|msg|>' + m.content + ('<|eom|>' if m.tool_calls else '<|eot|>') }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '<|start|>assistant to=' + tc.function.name + '<|msg|><invoke name="' + tc.function.name + '">\n' }}
+{%- for k, v in tc.function.arguments.items() %}{{- '<p name="' + k + '">' + v | string + '</p>\n' }}{%- endfor %}
+{{- '</invoke>' + ('<|eot|>' if loop.last else '<|eom|>') }}{%- endfor %}
+{%- else %}{{- '<|start|>' + m.role + '<|msg|>' + m.content + '<|eot|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start|>assistant' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -402,6 +415,7 @@ MORE = {
     "compound_tags": COMPOUND_TAGS,
     "bare_values": BARE_VALUES,
     "suffixed_tokens": SUFFIXED_TOKENS,
+    "channel_messages": CHANNEL_MESSAGES,
 }
 
 ALL = {

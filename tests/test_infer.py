@@ -472,3 +472,13 @@ def test_a_semicolon_separates_bare_json_calls_where_the_template_renders_no_two
     _, message = _reply("bare_json_tagged_branch", out)
     assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
     assert not message.get("content")
+
+
+def test_content_ends_where_the_next_message_of_the_reply_starts():
+    out = (
+        ' to=self<|msg|>Look it up.<|eom|><|start|>assistant to=user<|msg|>Checking.<|eom|>'
+        '<|start|>assistant to=get_time<|msg|><invoke name="get_time">\n<p name="timezone">UTC</p>\n</invoke><|eot|>'
+    )
+    _, message = _reply("channel_messages", out)
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Checking."
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]

@@ -533,6 +533,10 @@ class _Infer:
                     closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
                 if tool_field is not None and self.call_head:
                     closes.append("(?=" + lit(self.call_head) + ")")  # a call after the content ends it
+                if reasoning is not None and anchor.strip() and reasoning[1].endswith(anchor.strip()) and reasoning[1] != anchor.strip():
+                    # the reasoning closes with the next message's start (muse-glimmer's
+                    # "<|eom|><|start|>assistant"): a message of any kind ends there
+                    closes.insert(0, lit(reasoning[1]))
                 fields["content"]["close_pattern"] = r"\s*" + _one_of(closes)
             self.say(f"content opens with {content_open!r}")
         else:
