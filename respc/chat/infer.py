@@ -129,12 +129,17 @@ def _tag_pattern(texts: list[str]) -> str | None:
     return None
 
 
-def _turn_start(header: str) -> bool:
-    """Whether ``header`` (the start of the generation prompt found again inside a reply) starts an
-    assistant turn: it names the role, or it is the whole generation prompt. A marker that opens
-    every block of the format (Kimi-K3's ``<|open|>``, before ``message``, ``think``, ``tools``) is
-    not a second turn."""
-    return bool(re.search(r"assistant", header, re.IGNORECASE)) or not re.fullmatch(r"\s*" + _MARKER + r"\s*", header)
+def _turn_start(item: P.Rendered) -> bool:
+    """Whether the generation prompt's start found again inside ``item``'s reply starts a second
+    turn: it names the assistant role, or it is more than one marker, or a turn of another role
+    follows it (Cohere's instructions after the reply, ``<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>``).
+    A single marker inside the reply is not one: HyperCLOVA X's ``<|im_start|>`` before its
+    ``assistant`` message, Kimi-K3's ``<|open|>`` that opens every tag."""
+    header = item.first_turn.turn_header
+    rest = item.output[len(item.first_turn.output) + len(header):]
+    if re.search(r"assistant", header, re.IGNORECASE) or not re.fullmatch(r"\s*" + _MARKER + r"\s*", header):
+        return True
+    return bool(re.match(r"\s*(?:<\|?|\[)?(?:system|user|tool|developer)\b", rest, re.IGNORECASE)) or bool(re.match(r"\s*<\|(?:SYSTEM|USER)_TOKEN\|>", rest))
 
 
 class _PromptAlways:
@@ -352,7 +357,7 @@ class _Infer:
             if isinstance(result, str):
                 self.lines.append(f"probe {probe.name}: skipped ({result})")
             else:
-                if result.first_turn is not None and _turn_start(result.first_turn.turn_header):
+                if result.first_turn is not None and _turn_start(result):
                     # the render holds two assistant turns (content after calls as a turn of
                     # its own): the model writes the first
                     result = result.first_turn
