@@ -191,17 +191,32 @@ class _PromptAlways:
         return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
 
 
-class _ReprArguments:
+class _Rewrite:
+    """A chat template rendered with its messages rewritten (``rewrite``) as the model writes them;
+    every other attribute is the template's."""
+
+    note = ""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        lines.append(self.note)
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    def rewrite(self, messages: list) -> list:
+        return messages
+
+    def render(self, messages, **kwargs):
+        return self.chat.render(self.rewrite(messages), **kwargs)
+
+
+class _ReprArguments(_Rewrite):
     """A chat template that writes a call's arguments with jinja's ``|string`` (a Python dict's
     repr, ``{'city': 'Paris'}``, inside otherwise JSON text: vLLM's InternLM2 template), where the
     model writes JSON: rendered with the arguments as JSON text, which ``|string`` leaves as it is."""
 
-    def __init__(self, chat: ChatTemplate, lines: list):
-        self.chat = chat
-        lines.append("tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them")
-
-    def __getattr__(self, name):
-        return getattr(self.chat, name)
+    note = "tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them"
 
     @staticmethod
     def applies(chat: ChatTemplate) -> bool:
@@ -213,24 +228,21 @@ class _ReprArguments:
         args = P.WEATHER["function"]["arguments"]
         return str(args) in text and json.dumps(args, ensure_ascii=False) in as_json
 
-    def render(self, messages, **kwargs):
-        return self.chat.render(_string_arguments(messages), **kwargs)
+    def rewrite(self, messages: list) -> list:
+        return _string_arguments(messages)
 
 
-class _BlockReasoning:
+class _BlockReasoning(_Rewrite):
     """A chat template that renders reasoning only from typed blocks of a message's content, never
     from ``reasoning_content`` (Apertus's ``message.content.blocks``, ``block.type == 'thoughts'``
     and ``'response'``, each with its ``block.text``): rendered with a message's reasoning and
     content as those blocks, which the template's text names."""
 
     def __init__(self, chat: ChatTemplate, spec: tuple, lines: list):
-        self.chat = chat
         self.key, self.think, self.answer, self.attr = spec
         where = f"content.{self.key}" if self.key else "content"
-        lines.append(f"reasoning: rendered only from the message's {where} blocks of type {self.think!r} (and {self.answer!r}, each block's {self.attr!r}), as the template's text reads them")
-
-    def __getattr__(self, name):
-        return getattr(self.chat, name)
+        self.note = f"reasoning: rendered only from the message's {where} blocks of type {self.think!r} (and {self.answer!r}, each block's {self.attr!r}), as the template's text reads them"
+        super().__init__(chat, lines)
 
     @staticmethod
     def spec(chat: ChatTemplate) -> tuple | None:
@@ -276,24 +288,18 @@ class _BlockReasoning:
         out["content"] = {key: items} if key else items
         return out
 
-    def render(self, messages, **kwargs):
+    def rewrite(self, messages: list) -> list:
         spec = (self.key, self.think, self.answer, self.attr)
-        messages = [self._as_blocks(m, spec) if m.get("role") == "assistant" and m.get("reasoning_content") else m for m in messages]
-        return self.chat.render(messages, **kwargs)
+        return [self._as_blocks(m, spec) if m.get("role") == "assistant" and m.get("reasoning_content") else m for m in messages]
 
 
-class _BareValues:
+class _BareValues(_Rewrite):
     """A chat template that writes a Python call's string values bare (``"%s" | format(value)``:
     ``get_weather(city=Paris, days=3)``, not Python: vLLM's Llama 3.2 pythonic template), where
     the model writes Python literals: rendered with the string values as their quoted JSON text,
     which ``%s`` leaves as it is."""
 
-    def __init__(self, chat: ChatTemplate, lines: list):
-        self.chat = chat
-        lines.append("tool_calls: the template writes Python calls' string values unquoted; rendered with them quoted, as the model writes them")
-
-    def __getattr__(self, name):
-        return getattr(self.chat, name)
+    note = "tool_calls: the template writes Python calls' string values unquoted; rendered with them quoted, as the model writes them"
 
     @staticmethod
     def _quoted(messages: list) -> list:
@@ -317,8 +323,8 @@ class _BareValues:
         quoted = chat.render(cls._quoted([P.USER, message]), tools=P.TOOLS) or ""
         return bool(re.search(r'get_weather\(\s*city\s*=\s*"Paris"', quoted))
 
-    def render(self, messages, **kwargs):
-        return self.chat.render(self._quoted(messages), **kwargs)
+    def rewrite(self, messages: list) -> list:
+        return self._quoted(messages)
 
 
 def _as_the_model_writes(chat, lines: list):
