@@ -384,6 +384,14 @@ CHANNEL_MESSAGES = """{%- for m in messages %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|start|>assistant' }}{%- endif %}"""
 
+#: an instruction turn of another role written after the last message of every render (as Cohere's
+#: command-r-plus template does), before the generation prompt
+INSTRUCTIONS_LAST = """{%- for m in messages %}{{- '<|TURN|><|' + ('CHATBOT' if m.role == 'assistant' else m.role | upper) + '|>' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</call>' }}{%- endfor %}
+{{- '<|END|>' }}{%- endfor %}
+{{- '<|TURN|><|SYSTEM|>Answer briefly.<|END|>' }}
+{%- if add_generation_prompt %}{{- '<|TURN|><|CHATBOT|>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -416,6 +424,7 @@ MORE = {
     "bare_values": BARE_VALUES,
     "suffixed_tokens": SUFFIXED_TOKENS,
     "channel_messages": CHANNEL_MESSAGES,
+    "instructions_last": INSTRUCTIONS_LAST,
 }
 
 ALL = {

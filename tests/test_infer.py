@@ -482,3 +482,9 @@ def test_content_ends_where_the_next_message_of_the_reply_starts():
     _, message = _reply("channel_messages", out)
     assert message["reasoning_content"] == "Look it up." and message["content"] == "Checking."
     assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_turn_of_another_role_after_the_reply_is_not_the_models():
+    template, message = _reply("instructions_last", "Sunny.<|END|>")
+    assert "Answer briefly" not in json.dumps(template)
+    assert message["content"] == "Sunny."

@@ -139,7 +139,7 @@ def _turn_start(item: P.Rendered) -> bool:
     rest = item.output[len(item.first_turn.output) + len(header):]
     if re.search(r"assistant", header, re.IGNORECASE) or not re.fullmatch(r"\s*" + _MARKER + r"\s*", header):
         return True
-    return bool(re.match(r"\s*(?:<\|?|\[)?(?:system|user|tool|developer)\b", rest, re.IGNORECASE)) or bool(re.match(r"\s*<\|(?:SYSTEM|USER)_TOKEN\|>", rest))
+    return bool(re.match(r"\s*(?:<\|?|\[)?(?:system|user|tool|developer)(?![a-z])", rest, re.IGNORECASE))
 
 
 class _PromptAlways:
