@@ -118,13 +118,14 @@ def _tag_pattern(texts: list[str]) -> str | None:
     ``<|open|>think<|sep|>`` ... ``<|close|>think<|sep|>``), the regex of one such tag: a
     separator that ends tags after two kinds of opening marker, never a marker of its own. None
     where the renders show no such tags."""
+    texts = list(dict.fromkeys(texts))
     tags = [m for text in texts for m in re.finditer(r"(<\|[^|<>]+\|>)([^<>\n]+?)(<\|[^|<>]+\|>)", text)]
     for sep in dict.fromkeys(m.group(3) for m in tags):
         mine = [m for m in tags if m.group(3) == sep]
         heads = {m.group(1) for m in mine}
         names = {m.group(2).split()[0] for m in mine}
-        alone = sum(text.count(sep) for text in texts)
-        if len(heads) >= 2 and len(names) >= 3 and sep not in heads and alone == len({(id(m.string), m.start(3)) for m in mine}):
+        alone = sum(text.count(sep) for text in texts)  # every one of them ends a tag
+        if len(heads) >= 2 and len(names) >= 3 and sep not in heads and alone == len(mine):
             return "(?:" + "|".join(lit(h) for h in sorted(heads)) + r")[^<>\n]*?" + lit(sep)
     return None
 
