@@ -294,6 +294,104 @@ SECTION_THEN_STOP = """{%- for m in messages %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|bot|>' }}{%- endif %}"""
 
+#: every block opens with the same marker the generation prompt starts with ("<|open|>"): one
+#: assistant turn whose blocks (think, text) are not turns of their own
+SHARED_OPEN = """{%- for m in messages %}{{- '<|open|>' + m.role + '<|sep|>' }}
+{%- if m.role == 'assistant' %}
+{%- if m.reasoning_content %}{{- '<|open|>think<|sep|>' + m.reasoning_content + '<|close|>' }}{%- endif %}
+{{- '<|open|>text<|sep|>' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<tool_call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</tool_call>' }}{%- endfor %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|end|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|open|>assistant<|sep|>' }}{%- endif %}"""
+
+#: the function's name written twice, as the call's recipient and in its invoke tag
+NAME_TWICE = chatml(
+    "{{- '<call to=' + tc.function.name + '><invoke name=\"' + tc.function.name + '\">\n' }}"
+    "{%- for k, v in tc.function.arguments.items() %}{{- '<arg name=\"' + k + '\">' + (v | string) + '</arg>\n' }}{%- endfor %}"
+    "{{- '</invoke></call>' }}"
+)
+
+#: every turn closes with <|im_end|>; the assistant's adds a stop marker after it
+STOP_AFTER_TURN_CLOSE = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' }}
+{%- if m.role == 'assistant' %}{{- m.content or '' }}
+{%- if m.tool_calls %}{{- '<calls>' + m.tool_calls | map(attribute='function') | list | tojson + '<|im_end|><|stop|>' }}
+{%- else %}{{- '<|im_end|><|endofturn|>' }}{%- endif %}
+{%- else %}{{- m.content + '<|im_end|>' }}{%- endif %}{{- '\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+#: reasoning rendered only from typed parts of a message's content (never from reasoning_content)
+BLOCK_REASONING = """{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' }}
+{%- if m.content is mapping %}{%- for part in m.content.parts %}
+{%- if part.type == 'thinking' %}{{- '<reason>' + part.body + '</reason>' }}{%- elif part.type == 'text' %}{{- part.body }}{%- endif %}
+{%- endfor %}{%- else %}{{- m.content or '' }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '<tool_call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</tool_call>' }}{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+#: tools read from an ``xml_tools`` kwarg (as SmolLM3's template does), calls only described
+XML_TOOLS_KWARG = """{%- if xml_tools %}{{- '<|im_start|>system\nTools: ' + xml_tools | tojson + '\nCall one as <tool_call>\n{"name": <name>, "arguments": <args>}\n</tool_call><|im_end|>\n' }}{%- endif %}
+{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + (m.content or '') + '<|im_end|>\n' }}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+#: tags made of a marker, a name and a separator (<|o|>think<|s|> ... <|c|>think<|s|>), reasoning
+#: pre-opened, a (possibly empty) answer block, then the calls with an index each
+COMPOUND_TAGS = """{%- for m in messages %}{{- '<|o|>msg role="' + m.role + '"<|s|>' }}
+{%- if m.role == 'assistant' %}
+{{- (m.reasoning_content or '') + '<|c|>think<|s|><|o|>answer<|s|>' + (m.content or '') + '<|c|>answer<|s|>' }}
+{%- if m.tool_calls %}{{- '<|o|>calls<|s|>' }}
+{%- for tc in m.tool_calls %}{{- '<|o|>call fn="' + tc.function.name + '" n="' + loop.index | string + '"<|s|>' }}
+{%- for k, v in tc.function.arguments.items() %}{{- '<|o|>arg key="' + k + '"<|s|>' + v | string + '<|c|>arg<|s|>' }}{%- endfor %}
+{{- '<|c|>call<|s|>' }}{%- endfor %}{{- '<|c|>calls<|s|>' }}{%- endif %}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|c|>msg<|s|><|eom|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|o|>msg role="assistant"<|s|><|o|>think<|s|>' }}{%- endif %}"""
+
+#: a Python call list whose string values the template writes bare ("%s" | format: city=Paris)
+BARE_VALUES = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '\n' }}
+{%- if m.tool_calls %}{{- '[' }}{%- for tc in m.tool_calls %}{{- tc.function.name + '(' }}
+{%- for k, v in tc.function.arguments.items() %}{{- k + '=' + '%s' | format(v) }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}
+{{- ')' }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}{{- ']' }}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|hdr|>assistant\n' }}{%- endif %}"""
+
+#: special tokens built from one suffix variable ('<call{}>'.format(TK)), which other models of
+#: the family write with another value of it (none)
+SUFFIXED_TOKENS = """{%- set TK = ':v2' %}
+{%- set bot = '<bot{}>'.format(TK) %}{%- set eot = '<eot{}>'.format(TK) %}{%- set usr = '<user{}>'.format(TK) %}
+{%- set call_open = '<call{}>'.format(TK) %}{%- set call_close = '</call{}>'.format(TK) %}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- bot + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- call_open + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + call_close }}{%- endfor %}
+{{- eot }}
+{%- else %}{{- usr + m.content + eot }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- bot }}{%- endif %}"""
+
+#: reasoning, content and each call as messages of their own in one reply, each opened by the
+#: generation prompt's "<|start|>assistant" again
+CHANNEL_MESSAGES = """{%- for m in messages %}
+{%- if m.role == 'assistant' %}
+{%- if m.reasoning_content %}{{- '<|start|>assistant to=self<|msg|>' + m.reasoning_content + '<|eom|>' }}{%- endif %}
+{%- if m.content %}{{- '<|start|>assistant to=user<|msg|>' + m.content + ('<|eom|>' if m.tool_calls else '<|eot|>') }}{%- endif %}
+{%- for tc in m.tool_calls or [] %}{{- '<|start|>assistant to=' + tc.function.name + '<|msg|><invoke name="' + tc.function.name + '">\n' }}
+{%- for k, v in tc.function.arguments.items() %}{{- '<p name="' + k + '">' + v | string + '</p>\n' }}{%- endfor %}
+{{- '</invoke>' + ('<|eot|>' if loop.last else '<|eom|>') }}{%- endfor %}
+{%- else %}{{- '<|start|>' + m.role + '<|msg|>' + m.content + '<|eot|>' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start|>assistant' }}{%- endif %}"""
+
+#: an instruction turn of another role written after the last message of every render (as Cohere's
+#: command-r-plus template does), before the generation prompt
+INSTRUCTIONS_LAST = """{%- for m in messages %}{{- '<|TURN|><|' + ('CHATBOT' if m.role == 'assistant' else m.role | upper) + '|>' + (m.content or '') }}
+{%- for tc in m.tool_calls or [] %}{{- '<call>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '</call>' }}{%- endfor %}
+{{- '<|END|>' }}{%- endfor %}
+{{- '<|TURN|><|SYSTEM|>Answer briefly.<|END|>' }}
+{%- if add_generation_prompt %}{{- '<|TURN|><|CHATBOT|>' }}{%- endif %}"""
+
 #: the formats ``respc.infer`` reads beyond the first kinds (tests/test_infer.py, one test each)
 MORE = {
     "key_named_tags": KEY_NAMED_TAGS,
@@ -317,6 +415,16 @@ MORE = {
     "plain_prefix_no_gen": PLAIN_PREFIX_NO_GEN,
     "thought_phrases": THOUGHT_PHRASES,
     "section_then_stop": SECTION_THEN_STOP,
+    "shared_open": SHARED_OPEN,
+    "name_twice": NAME_TWICE,
+    "stop_after_turn_close": STOP_AFTER_TURN_CLOSE,
+    "block_reasoning": BLOCK_REASONING,
+    "xml_tools_kwarg": XML_TOOLS_KWARG,
+    "compound_tags": COMPOUND_TAGS,
+    "bare_values": BARE_VALUES,
+    "suffixed_tokens": SUFFIXED_TOKENS,
+    "channel_messages": CHANNEL_MESSAGES,
+    "instructions_last": INSTRUCTIONS_LAST,
 }
 
 ALL = {

@@ -396,3 +396,95 @@ def test_a_marker_written_after_the_calls_section_may_be_left_out():
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
     _, message = _reply("section_then_stop", out + "<|stop|>")
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+
+
+def test_a_marker_that_opens_every_block_is_not_a_second_turn():
+    out = "<|open|>think<|sep|>Look it up.<|close|><|open|>text<|sep|>Checking.<|end|>"
+    _, message = _reply("shared_open", out)
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Checking."
+
+
+def test_a_name_written_twice_is_read_for_any_function():
+    out = '<call to=get_time><invoke name="get_time"><arg name="timezone">UTC</arg></invoke></call><|im_end|>'
+    _, message = _reply("name_twice", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_stop_markers_after_the_turn_close_may_be_left_out():
+    for out in ("Sunny.<|im_end|>", "Sunny.<|im_end|><|endofturn|>"):
+        _, message = _reply("stop_after_turn_close", out)
+        assert message["content"] == "Sunny.", out
+    _, message = _reply("stop_after_turn_close", '<calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]<|im_end|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+
+
+def test_reasoning_rendered_only_from_content_blocks():
+    result = infer_report(C.BLOCK_REASONING)
+    assert any("blocks of type 'thinking'" in line for line in result.lines)
+    _, message = _reply("block_reasoning", "<reason>Look it up.</reason>It is mild.<|im_end|>")
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "It is mild."
+
+
+def test_a_call_list_the_reply_ends_with_closes_its_section():
+    _, message = _reply("keyed_list", '<calls>[{"get_time": {}}]')
+    assert _calls(message) == [("get_time", {})] and not message.get("content")
+
+
+def test_tools_given_as_the_xml_tools_kwarg_the_template_reads():
+    out = '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</tool_call><|im_end|>'
+    template, message = _reply("xml_tools_kwarg", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_tags_of_a_marker_a_name_and_a_separator_are_read_whole():
+    template, message = _reply("compound_tags", "Look it up.<|c|>think<|s|><|o|>answer<|s|>Sunny.<|c|>answer<|s|><|c|>msg<|s|>")
+    assert template["start_anchor"] == '<|o|>msg role="assistant"<|s|>'
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Sunny."
+    out = (
+        'Two calls.<|c|>think<|s|><|o|>answer<|s|><|c|>answer<|s|><|o|>calls<|s|><|o|>call fn="get_time" n="1"<|s|>'
+        '<|o|>arg key="timezone"<|s|>UTC<|c|>arg<|s|><|c|>call<|s|><|o|>call fn="set_alarm" n="2"<|s|><|o|>arg key="hour"<|s|>7'
+        '<|c|>arg<|s|><|o|>arg key="label"<|s|>up<|c|>arg<|s|><|c|>call<|s|><|c|>calls<|s|><|c|>msg<|s|><|eom|>'
+    )
+    _, message = _reply("compound_tags", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    assert not message.get("content")
+
+
+def test_python_values_the_template_writes_bare_are_read_as_the_model_quotes_them():
+    result = infer_report(C.BARE_VALUES)
+    assert any("unquoted" in line for line in result.lines)
+    _, message = _reply("bare_values", '[get_time(timezone="UTC"), set_alarm(hour=7, label="wake up")]<|eot|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "wake up"})]
+
+
+def test_a_suffix_formatted_into_every_special_token_is_optional():
+    call = '{"name": "get_time", "arguments": {"timezone": "UTC"}}'
+    template = respc.infer(C.SUFFIXED_TOKENS)
+    compiled = respc.compile_template(template)
+    for tk in (":v2", ""):
+        out = f"Checking.<call{tk}>{call}</call{tk}><eot{tk}>"
+        message = compiled.parse(out, prefix=f"<user{tk}>hi<eot{tk}><bot{tk}>", tools=probes.TOOLS)
+        assert message["content"] == "Checking." and _calls(message) == [("get_time", {"timezone": "UTC"})], tk
+
+
+def test_a_semicolon_separates_bare_json_calls_where_the_template_renders_no_two():
+    out = '{"name": "get_time", "parameters": {"timezone": "UTC"}}; {"name": "set_alarm", "parameters": {"hour": 7, "label": "up"}}<|eot|>'
+    _, message = _reply("bare_json_tagged_branch", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"}), ("set_alarm", {"hour": 7, "label": "up"})]
+    assert not message.get("content")
+
+
+def test_content_ends_where_the_next_message_of_the_reply_starts():
+    out = (
+        ' to=self<|msg|>Look it up.<|eom|><|start|>assistant to=user<|msg|>Checking.<|eom|>'
+        '<|start|>assistant to=get_time<|msg|><invoke name="get_time">\n<p name="timezone">UTC</p>\n</invoke><|eot|>'
+    )
+    _, message = _reply("channel_messages", out)
+    assert message["reasoning_content"] == "Look it up." and message["content"] == "Checking."
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
+def test_a_turn_of_another_role_after_the_reply_is_not_the_models():
+    template, message = _reply("instructions_last", "Sunny.<|END|>")
+    assert "Answer briefly" not in json.dumps(template)
+    assert message["content"] == "Sunny."

@@ -62,13 +62,18 @@ def _common_suffix(a: str, b: str) -> str:
     return a[len(a) - n:] if n else ""
 
 
-def _name_group(following: str) -> str:
-    """The function-name capture, up to the character the render writes after the name
+def _name_chars(following: str) -> str:
+    """A function name's characters, up to the one the render writes after the name
     (``[^>\\s]+`` before ``>``), or up to whitespace and markup when it writes none."""
     first = following.lstrip()[:1] if not following[:1].isspace() else ""
     if first and not first.isalnum() and first not in "_.-":
-        return "(?P<name>[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+)"
-    return NAME
+        return "[^" + re.sub(r"([\]\\^\-\[])", r"\\\1", first) + r"\s]+"
+    return NAME[len("(?P<name>"):-1]
+
+
+def _name_group(following: str) -> str:
+    """The function-name capture (``_name_chars``)."""
+    return "(?P<name>" + _name_chars(following) + ")"
 
 
 def _namespaced(opening: str) -> str:
@@ -106,6 +111,36 @@ PY_KWARG = (
     r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
 )
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
+
+
+def _tag_pattern(texts: list[str]) -> str | None:
+    """Where the format's tags are a marker, a name and a separator marker (Kimi-K3's
+    ``<|open|>think<|sep|>`` ... ``<|close|>think<|sep|>``), the regex of one such tag: a
+    separator that ends tags after two kinds of opening marker, never a marker of its own. None
+    where the renders show no such tags."""
+    texts = list(dict.fromkeys(texts))
+    tags = [m for text in texts for m in re.finditer(r"(<\|[^|<>]+\|>)([^<>\n]+?)(<\|[^|<>]+\|>)", text)]
+    for sep in dict.fromkeys(m.group(3) for m in tags):
+        mine = [m for m in tags if m.group(3) == sep]
+        heads = {m.group(1) for m in mine}
+        names = {m.group(2).split()[0] for m in mine}
+        alone = sum(text.count(sep) for text in texts)  # every one of them ends a tag
+        if len(heads) >= 2 and len(names) >= 3 and sep not in heads and alone == len(mine):
+            return "(?:" + "|".join(lit(h) for h in sorted(heads)) + r")[^<>\n]*?" + lit(sep)
+    return None
+
+
+def _turn_start(item: P.Rendered) -> bool:
+    """Whether the generation prompt's start found again inside ``item``'s reply starts a second
+    turn: it names the assistant role, or it is more than one marker, or a turn of another role
+    follows it (Cohere's instructions after the reply, ``<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>``).
+    A single marker inside the reply is not one: HyperCLOVA X's ``<|im_start|>`` before its
+    ``assistant`` message, Kimi-K3's ``<|open|>`` that opens every tag."""
+    header = item.first_turn.turn_header
+    rest = item.output[len(item.first_turn.output) + len(header):]
+    if re.search(r"assistant", header, re.IGNORECASE) or not re.fullmatch(r"\s*" + _MARKER + r"\s*", header):
+        return True
+    return bool(re.match(r"\s*(?:<\|?|\[)?(?:system|user|tool|developer)(?![a-z])", rest, re.IGNORECASE))
 
 
 class _PromptAlways:
@@ -157,17 +192,32 @@ class _PromptAlways:
         return text[: len(text) - len(tail)] if tail and text.endswith(tail) else text
 
 
-class _ReprArguments:
+class _Rewrite:
+    """A chat template rendered with its messages rewritten (``rewrite``) as the model writes them;
+    every other attribute is the template's."""
+
+    note = ""
+
+    def __init__(self, chat: ChatTemplate, lines: list):
+        self.chat = chat
+        lines.append(self.note)
+
+    def __getattr__(self, name):
+        return getattr(self.chat, name)
+
+    def rewrite(self, messages: list) -> list:
+        return messages
+
+    def render(self, messages, **kwargs):
+        return self.chat.render(self.rewrite(messages), **kwargs)
+
+
+class _ReprArguments(_Rewrite):
     """A chat template that writes a call's arguments with jinja's ``|string`` (a Python dict's
     repr, ``{'city': 'Paris'}``, inside otherwise JSON text: vLLM's InternLM2 template), where the
     model writes JSON: rendered with the arguments as JSON text, which ``|string`` leaves as it is."""
 
-    def __init__(self, chat: ChatTemplate, lines: list):
-        self.chat = chat
-        lines.append("tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them")
-
-    def __getattr__(self, name):
-        return getattr(self.chat, name)
+    note = "tool_calls: the template writes the arguments as a Python dict (|string); rendered with them as JSON text, as the model writes them"
 
     @staticmethod
     def applies(chat: ChatTemplate) -> bool:
@@ -179,14 +229,130 @@ class _ReprArguments:
         args = P.WEATHER["function"]["arguments"]
         return str(args) in text and json.dumps(args, ensure_ascii=False) in as_json
 
-    def render(self, messages, **kwargs):
-        return self.chat.render(_string_arguments(messages), **kwargs)
+    def rewrite(self, messages: list) -> list:
+        return _string_arguments(messages)
+
+
+class _BlockReasoning(_Rewrite):
+    """A chat template that renders reasoning only from typed blocks of a message's content, never
+    from ``reasoning_content`` (Apertus's ``message.content.blocks``, ``block.type == 'thoughts'``
+    and ``'response'``, each with its ``block.text``): rendered with a message's reasoning and
+    content as those blocks, which the template's text names."""
+
+    def __init__(self, chat: ChatTemplate, spec: tuple, lines: list):
+        self.key, self.think, self.answer, self.attr = spec
+        where = f"content.{self.key}" if self.key else "content"
+        self.note = f"reasoning: rendered only from the message's {where} blocks of type {self.think!r} (and {self.answer!r}, each block's {self.attr!r}), as the template's text reads them"
+        super().__init__(chat, lines)
+
+    @staticmethod
+    def spec(chat: ChatTemplate) -> tuple | None:
+        """(container key or None for a list content, thought type, answer type, text attribute)."""
+        src = chat.source
+        m = re.search(r"(\w+)\.type\s*==\s*['\"](\w*(?:thought|think|reason)\w*)['\"]", src, re.IGNORECASE)
+        if m is None:
+            return None
+        var = m.group(1)
+        answer = re.search(r"\b" + var + r"\.type\s*==\s*['\"](response|text|answer|output|content)['\"]", src)
+        attr = next((a for a in re.findall(r"\b" + var + r"\.(\w+)", src[m.end():]) if a != "type"), None)
+        loop = re.search(r"for\s+" + var + r"\s+in\s+([\w.]+)", src)
+        if not (answer and attr and loop):
+            return None
+        container = loop.group(1)
+        bound = re.search(r"set\s+" + re.escape(container) + r"\s*=\s*([\w.]+)", src)
+        path = bound.group(1) if bound else container
+        if re.fullmatch(r"\w+\.content", path):
+            key = None
+        elif re.fullmatch(r"\w+\.content\.\w+", path):
+            key = path.rsplit(".", 1)[1]
+        else:
+            return None
+        return key, m.group(2), answer.group(1), attr
+
+    @classmethod
+    def applies(cls, chat: ChatTemplate) -> tuple | None:
+        spec = cls.spec(chat)
+        if spec is None:
+            return None
+        message = {"role": "assistant", "reasoning_content": P.REASONING, "content": P.ANSWER}
+        plain = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        blocks = chat.render([P.USER, cls._as_blocks(message, spec)], tools=P.TOOLS) or ""
+        return spec if P.REASONING not in plain and P.REASONING in blocks and P.ANSWER in blocks else None
+
+    @staticmethod
+    def _as_blocks(message: dict, spec: tuple) -> dict:
+        key, think, answer, attr = spec
+        out = {k: v for k, v in message.items() if k not in ("reasoning_content", "thinking")}
+        items = [{"type": think, attr: message["reasoning_content"]}]
+        if message.get("content"):
+            items.append({"type": answer, attr: message["content"]})
+        out["content"] = {key: items} if key else items
+        return out
+
+    def rewrite(self, messages: list) -> list:
+        spec = (self.key, self.think, self.answer, self.attr)
+        return [self._as_blocks(m, spec) if m.get("role") == "assistant" and m.get("reasoning_content") else m for m in messages]
+
+
+class _BareValues(_Rewrite):
+    """A chat template that writes a Python call's string values bare (``"%s" | format(value)``:
+    ``get_weather(city=Paris, days=3)``, not Python: vLLM's Llama 3.2 pythonic template), where
+    the model writes Python literals: rendered with the string values as their quoted JSON text,
+    which ``%s`` leaves as it is."""
+
+    note = "tool_calls: the template writes Python calls' string values unquoted; rendered with them quoted, as the model writes them"
+
+    @staticmethod
+    def _quoted(messages: list) -> list:
+        out = []
+        for m in messages:
+            if m.get("tool_calls"):
+                m = dict(m, tool_calls=[
+                    dict(c, function=dict(c["function"], arguments={k: json.dumps(v, ensure_ascii=False) if isinstance(v, str) else v for k, v in c["function"]["arguments"].items()}))
+                    if isinstance(c.get("function", {}).get("arguments"), dict) else c
+                    for c in m["tool_calls"]
+                ])
+            out.append(m)
+        return out
+
+    @classmethod
+    def applies(cls, chat: ChatTemplate) -> bool:
+        message = {"role": "assistant", "content": "", "tool_calls": [P.WEATHER]}
+        text = chat.render([P.USER, message], tools=P.TOOLS) or ""
+        if not re.search(r"get_weather\(\s*city\s*=\s*Paris\b", text):
+            return False
+        quoted = chat.render(cls._quoted([P.USER, message]), tools=P.TOOLS) or ""
+        return bool(re.search(r'get_weather\(\s*city\s*=\s*"Paris"', quoted))
+
+    def rewrite(self, messages: list) -> list:
+        return self._quoted(messages)
+
+
+def _as_the_model_writes(chat, lines: list):
+    """``chat`` wrapped so that it renders what the model writes: arguments the template writes with
+    ``|string`` as JSON text, string values it writes bare in Python calls quoted, reasoning it
+    reads only from content blocks as those blocks."""
+    layers, inner = set(), chat
+    while hasattr(inner, "chat") and not isinstance(inner, ChatTemplate):
+        layers.add(type(inner))
+        inner = inner.chat
+    if _ReprArguments not in layers and _ReprArguments.applies(chat):
+        chat = _ReprArguments(chat, lines)
+    if _BareValues not in layers and _BareValues.applies(chat):
+        chat = _BareValues(chat, lines)
+    if _BlockReasoning not in layers:
+        spec = _BlockReasoning.applies(chat)
+        if spec is not None:
+            chat = _BlockReasoning(chat, spec, lines)
+    return chat
 
 
 class _Infer:
     def __init__(self, chat: ChatTemplate):
         self.chat = chat
         self.content_wrap: tuple[str, str] | None = None
+        self.turn_close, self.stops, self.content_close = "", [], ""
+        self.marker = _MARKER  # (with the format's compound tags in front, once the renders are read)
         self.lines: list[str] = []
         self.rendered: dict[str, P.Rendered] = {}
         extra = [
@@ -198,12 +364,18 @@ class _Infer:
             if isinstance(result, str):
                 self.lines.append(f"probe {probe.name}: skipped ({result})")
             else:
-                if result.first_turn is not None:
+                if result.first_turn is not None and _turn_start(result):
                     # the render holds two assistant turns (content after calls as a turn of
                     # its own): the model writes the first
                     result = result.first_turn
                 self.rendered[probe.name] = result
                 self.lines.append(f"probe {probe.name}: {result.output!r}" + (f" ({result.note})" if result.note else ""))
+
+    def read_tags(self) -> None:
+        tag = _tag_pattern([r.output for r in self.rendered.values()])
+        if tag:
+            self.marker = "(?:" + tag + "|" + _MARKER + ")"
+            self.say(f"markers: the format's tags are compound ({tag}): each is read as one marker")
 
     def phrase(self, text: str) -> str:
         """``text`` as a regex; for a phrase the template's text names (``Here is my response:``)
@@ -261,6 +433,7 @@ class _Infer:
         return anchor, tails
 
     def infer(self) -> dict:
+        self.read_tags()
         anchor, tails = self.anchor_and_tails()
         gen = anchor + tails["default"]
         answer = self.rendered.get("answer") or self.rendered.get("answer_no_tools")
@@ -276,18 +449,19 @@ class _Infer:
         if eot and not call_out.endswith(eot):
             # a call's render ends with only the last markers of it: the first ones close the
             # content (command-r7b's "<|END_RESPONSE|>", then the turn's "<|END_OF_TURN_TOKEN|>")
-            for m in re.finditer(_MARKER, eot):
+            for m in re.finditer(self.marker, eot):
                 if m.start() > 0 and call_out.endswith(eot[m.start():]):
                     content_close, eot = eot[: m.start()].strip(), eot[m.start():]
                     self.say(f"content closes with {content_close!r}")
                     break
         # what follows the end-of-turn marker (a newline, the template's eos) is left to [\s\S]*
         self.say(f"end of turn: {eot!r}")
-        ends = [flex(eot)] if eot else []
+        self.turn_close = self._turn_close()
+        ends = [self.closing(eot)] if eot else []
         if self.chat.eos_token and self.chat.eos_token not in eot:
             ends.append(lit(self.chat.eos_token))
         self.ends = ends
-        self.eot = eot
+        self.eot, self.content_close = eot, content_close
         fields: dict[str, dict] = {}
         reasoning = self.reasoning(gen, before, tails)
         pre_open = None
@@ -363,9 +537,18 @@ class _Infer:
         if content_open:
             fields["content"] = {"open_pattern": r"\s*" + lit(content_open), "content": "text"}
             if end or content_close:
-                closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
+                name = P.WEATHER["function"]["name"]
+                if content_close and -1 < call_out.find(content_close) < call_out.find(name):
+                    # calls follow the content's close (Kimi-K3's response block, then its tools)
+                    closes = [lit(content_close), _one_of(self.ends) + r"[\s\S]*"]
+                else:
+                    closes = [_one_of(([lit(content_close)] if content_close else []) + self.ends) + r"[\s\S]*"]
                 if tool_field is not None and self.call_head:
                     closes.append("(?=" + lit(self.call_head) + ")")  # a call after the content ends it
+                if reasoning is not None and anchor.strip() and reasoning[1].endswith(anchor.strip()) and reasoning[1] != anchor.strip():
+                    # the reasoning closes with the next message's start (muse-glimmer's
+                    # "<|eom|><|start|>assistant"): a message of any kind ends there
+                    closes.insert(0, lit(reasoning[1]))
                 fields["content"]["close_pattern"] = r"\s*" + _one_of(closes)
             self.say(f"content opens with {content_open!r}")
         else:
@@ -422,6 +605,26 @@ class _Infer:
         template.update({"defaults": {"role": "assistant"}, "fields": fields})
         return template
 
+    def _turn_close(self) -> str:
+        """The marker that closes the user's turn (``<|im_end|>``), or ""."""
+        text = self.chat.render([P.USER], tools=P.TOOLS) or self.chat.render([P.USER]) or ""
+        i = text.find(P.USER["content"])
+        m = re.match(r"\s*(" + self.marker + ")", text[i + len(P.USER["content"]):]) if i >= 0 else None
+        return m.group(1) if m else ""
+
+    def closing(self, text: str) -> str:
+        """``text`` (a close) as a regex; where it is the marker that closes every turn followed by
+        more markers (HyperCLOVA X's ``<|im_end|><|endofturn|>``, ``<|im_end|><|stop|>``), those
+        are the reply's stop markers, which a model may leave out (an engine stops on them): optional."""
+        close = self.turn_close
+        rest = text[len(close):].strip() if close and text.startswith(close) else ""
+        if rest and re.fullmatch(r"(?:" + self.marker + r"\s*)+", rest):
+            if rest not in self.stops:
+                self.stops.append(rest)
+                self.say(f"end of turn: {rest!r} after {close!r} (which closes every turn) is optional")
+            return flex(close) + "(?:" + flex(rest) + ")?"
+        return flex(text)
+
     def reasoning(self, gen: str, before_content: str, tails: dict) -> tuple[str, str] | None:
         item = self.rendered.get("reasoning_answer") or self.rendered.get("thinking_on_reasoning")
         if item is not None and P.REASONING in item.output and P.ANSWER in item.output:
@@ -433,11 +636,17 @@ class _Infer:
             content_open = before_content.strip()
             if content_open and between.endswith(content_open) and between != content_open:
                 between = between[: -len(content_open)].strip()
+            tags = [m.group(0) for m in re.finditer(self.marker, between)] if self.marker != _MARKER else []
+            if len(tags) >= 2 and "".join(tags) == between.replace("\n", ""):
+                # compound tags: the first closes the reasoning, the others open the content (which
+                # the answer alone renders after the pre-opened block's close)
+                between = tags[0]
+                self.say(f"reasoning: closed by the tag {between!r}; {''.join(tags[1:])!r} opens the content")
             if not open_:
                 # opened by the generation prompt: a marker it ends with, or the text it writes
                 # after its last marker (Apriel's "Here are my reasoning steps:")
                 prompt_tail = item.prefix[-60:]
-                m = re.search(r"(<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
+                m = re.search(r"(" + (self.marker + "|" if self.marker != _MARKER else "") + r"<[^<>\s]+>|\[[A-Z_]+\])\s*$", prompt_tail)
                 marker = re.search(r"(<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])(?![\s\S]*(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\]))", gen)
                 sentence = gen[marker.end():].strip() if marker else ""
                 if m is not None:
@@ -531,6 +740,9 @@ class _Infer:
         out = item.output
         if head and out.startswith(head):
             out = out[len(head):]
+            if self.content_close and out.lstrip().startswith(self.content_close):
+                # the (empty) content's close, written before the calls
+                out = out.lstrip()[len(self.content_close):]
         # the end of turn after the call (a template may write the call as a turn of its own after
         # an end-of-turn marker: GigaChat's "<|message_sep|>\n\nfunction call<|role_sep|>")
         n = max(out.find(P.WEATHER["function"]["name"]), 0)
@@ -609,7 +821,8 @@ class _Infer:
         }
         self.call_head = open_
         self.say(f"tool_calls: a JSON list of objects keyed by the function name after {open_!r}")
-        return spec, r"\]\s*" + (flex(close) if close else "")
+        # (the list's "]" as the last of the reply closes the section too: a model may stop there)
+        return spec, r"\]\s*" + ("(?:" + flex(close) + r"|\Z)" if close else "")
 
     def _described_calls(self) -> dict | None:
         """Calls the template never renders but its prompt with tools describes: a call marker
@@ -674,10 +887,12 @@ class _Infer:
         if two_body is None or pos2 < 0 or pos2 < end1:
             return "", open_, close
         size = len(open_)
+        inside = {i for m in re.finditer(_MARKER, open_) for i in range(m.start() + 1, m.end())}
         while size > 0 and not (
             two_body[:pos2].endswith(open_[len(open_) - size:])
             and (size == len(open_) or open_[len(open_) - size - 1].isspace() or open_[len(open_) - size - 1] in ">]|}")
             and open_[len(open_) - size] not in ">]|}"
+            and len(open_) - size not in inside  # (not inside a marker: "<|" + "sep|>")
         ):
             size -= 1  # the longest end of the opening, starting where a token starts, before the second call
         inner = open_[len(open_) - size:].strip() if size else ""
@@ -730,7 +945,7 @@ class _Infer:
         opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner)
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(close) + r"\s*") if close else JSON_END,
+            "close_pattern": (self.closing(close) + r"\s*") if close else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -815,10 +1030,16 @@ class _Infer:
         if m and m.group(1) not in body:
             head = r"(?:" + lit(m.group(1)) + r"\s*)?"
             self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
+        close = JSON_END
+        if "two_calls" not in self.rendered:
+            # the template refuses (or never renders) two calls: nothing says how a model separates
+            # them; a ";" between two bare JSON calls is a separator, not content
+            close = JSON_END + r"(?:;\s*(?=" + head + r"\{))?"
+            self.say("tool_calls: the template renders no two calls; a ';' between two bare JSON calls separates them")
         spec = {
             # the name key before any nested object (a "type" key may come first)
             "open_pattern": r"\s*" + head + r"(?=\{[^{}]*\"" + lit(name_key) + r"\"\s*:)",
-            "close_pattern": JSON_END,
+            "close_pattern": close,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -830,7 +1051,7 @@ class _Infer:
         if not two_body or not close:
             return ""
         tail = two_body[two_body.rfind(close) + len(close):].strip()
-        first = re.match(_MARKER, tail)
+        first = re.match(self.marker, tail)
         if first and tail[first.end():].strip():
             # markers after the section's close (Hy3's "<｜hy_eos｜>", which it writes only after
             # calls): the model may stop after the close; they end the turn
@@ -861,7 +1082,7 @@ class _Infer:
             "transform": transform,
         }
         if close:
-            spec["close_pattern"] = flex(close) + r"\s*"
+            spec["close_pattern"] = self.closing(close) + r"\s*"
         else:
             spec["close_pattern"] = JSON_LIST_END  # text after the list is content
         self.call_head = open_.split()[0] if open_ else ""
@@ -904,7 +1125,7 @@ class _Infer:
         self.say(f"tool_calls: name outside a JSON body: {pre!r} NAME {mid!r} ARGS {post!r}")
         spec = {
             "open_pattern": opening,
-            "close_pattern": (flex(post) + r"\s*") if post else JSON_END,
+            "close_pattern": (self.closing(post) + r"\s*") if post else JSON_END,
             "repeats": True,
             "content": "json",
             "content_args": {"allow_non_json": True},
@@ -992,7 +1213,11 @@ class _Infer:
         after = body[v2 + 1:]
         tag_open = _common_suffix(head, between)
         ws = re.search(r"\s", tag_open)
-        if ws:
+        lead = re.match(self.marker, tag_open)
+        if lead and tag_open[lead.end():].startswith("<"):
+            # a whole marker first (the previous value's tag's separator): the tag opens after it
+            tag_open = tag_open[lead.end():]
+        elif ws:
             tag_open = tag_open[ws.end():].lstrip()
         if not tag_open:
             raise InferError(f"tool_calls: no tag before each parameter ({body!r})")
@@ -1025,7 +1250,20 @@ class _Infer:
         end1 = v2 + 1 + (len(after) - len(after.lstrip())) + len(tag_close)
         pos2 = two_body.find(P.TIME["function"]["name"]) if two_body else -1
         outer, inner, post = self._split_two(body[:n], body[end1:], end1, pos2, two_body)
-        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + (flex(header) if header else "")
+        header_rx = flex(header) if header else ""
+        pos = two_body.find(P.TIME["function"]["name"]) if two_body else -1
+        second = two_body[pos + len(P.TIME["function"]["name"]):].split(tag_open, 1)[0].strip() if pos >= 0 else ""
+        if header and second != header and re.sub(r"\d+", "0", second) == re.sub(r"\d+", "0", header):
+            # a number in it that differs from call to call (an index)
+            header_rx = re.sub(r"\d+", r"\\d+", header_rx)
+            self.say(f"tool_calls: the number in {header!r} counts the calls")
+        if name in header:
+            # the name written again after it (a recipient, then an invoke tag: ``to=get_weather
+            # <|message|><invoke name="get_weather">``): the same name, not that one literally
+            parts = header.split(name)
+            header_rx = "".join(flex(part) + (_name_chars(parts[i + 1]) if i + 1 < len(parts) else "") for i, part in enumerate(parts))
+            self.say(f"tool_calls: the name is written again in {header!r}")
+        opening = r"\s*" + (r"(?:" + flex(outer) + r"\s*)?" if outer else "") + flex(inner) + _name_group(head) + header_rx
         self.call_head = (outer or inner).split()[0]
         self.say(f"tool_calls: tagged parameters {tag_open!r} KEY {kv!r} VALUE {tag_close!r} in {pre!r} NAME {header!r} ... {post!r}")
         spec = {
@@ -1037,6 +1275,43 @@ class _Infer:
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
         return spec, self._outer_close(two_body, post)
+
+
+def _token_suffix(source: str) -> tuple[str, str, str] | None:
+    """(variable, value, the source with it set to "") where the template formats one variable's
+    value into its special tokens (Hy3's ``HYTK = ':opensource'`` in ``'<tool_call{}>'.format(HYTK)``
+    and a score of others): a parameter of the template, which the family's models write with
+    other values (Hy3-preview's tokens have none)."""
+    for m in re.finditer(r"\{%-?\s*set\s+(\w+)\s*=\s*(['\"])([^'\"\s{}]+)\2\s*-?%\}", source):
+        var, quote, value = m.group(1), m.group(2), m.group(3)
+        uses = re.findall(r"['\"]<[^'\"]*\{\}[^'\"]*>['\"]\s*\.format\(\s*" + var + r"\s*\)", source)
+        if len(uses) >= 4:
+            bare = m.group(0).replace(quote + value + quote, quote * 2, 1)
+            return var, value, source[: m.start()] + bare + source[m.end():]
+    return None
+
+
+def _optional_suffix(template: dict, suffix: str) -> dict:
+    """``template`` with ``suffix`` optional wherever its patterns and anchors write it."""
+    rx = lit(suffix)
+
+    def fix(pattern: str) -> str:
+        return pattern.replace(rx, "(?:" + rx + ")?")
+
+    out = json.loads(json.dumps(template))
+    if "start_anchor" in out:
+        anchors = out.pop("start_anchor")
+        out = {"start_anchor_pattern": _one_of([fix(lit(a)) for a in (anchors if isinstance(anchors, list) else [anchors])]), **out}
+    elif "start_anchor_pattern" in out:
+        out["start_anchor_pattern"] = fix(out["start_anchor_pattern"])
+    for spec in out["fields"].values():
+        for key in ("open_pattern", "close_pattern"):
+            if key in spec:
+                spec[key] = fix(spec[key])
+        args = spec.get("content_args") or {}
+        if "tag_pattern" in args:
+            args["tag_pattern"] = fix(args["tag_pattern"])
+    return out
 
 
 # --- verification ----------------------------------------------------------------------------
@@ -1104,8 +1379,7 @@ def verify(template: dict, chat: ChatTemplate, rendered: dict, *, random_count: 
     from ..api import compile_template
 
     compiled = compile_template(template)
-    if not isinstance(chat, _ReprArguments) and _ReprArguments.applies(chat):
-        chat = _ReprArguments(chat, [])  # the model writes JSON where the template writes a repr
+    chat = _as_the_model_writes(chat, [])  # (where infer_report has not wrapped it already)
     failures = []
     items = list(rendered.values())
     rng = random.Random(seed)
@@ -1137,8 +1411,7 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
             chat = always
         else:
             lines.clear()  # add_generation_prompt adds nothing at all (Mistral's [/INST] ends the prompt)
-    if _ReprArguments.applies(chat):
-        chat = _ReprArguments(chat, lines)
+    chat = _as_the_model_writes(chat, lines)
     engine = _Infer(chat)
     engine.lines[:0] = lines
     try:
@@ -1147,8 +1420,16 @@ def infer_report(chat_template, *, bos_token: str = "", eos_token: str = "", ran
         return InferResult(None, engine.lines, str(exc))
     from ..compiler.validate import TemplateError
 
+    suffix = _token_suffix(chat.source)
+    if suffix is not None:
+        var, value, bare_source = suffix
+        template = _optional_suffix(template, value)
+        engine.say(f"markers: the template formats {var} = {value!r} into its special tokens; the suffix is optional (the tokens with {var} = '' are checked too)")
     try:
         failures = verify(template, chat, engine.rendered, random_count=random_count, seed=seed)
+        if suffix is not None and not failures:
+            bare = _as_the_model_writes(ChatTemplate(suffix[2], bos_token=chat.bos_token, eos_token=chat.eos_token), [])
+            failures = verify(template, bare, _Infer(bare).rendered, random_count=random_count, seed=seed)
     except TemplateError as exc:
         return InferResult(None, engine.lines, f"verification: the inferred template does not compile: {exc}")
     if failures:

@@ -164,6 +164,7 @@ class Rendered:
     expected: dict
     note: str = ""
     first_turn: "Rendered | None" = None  # the first of two assistant turns the render holds
+    turn_header: str = ""  # (a first turn's) the generation prompt's start that begins the second
 
 
 def render_probe(chat, probe: Probe) -> Rendered | str:
@@ -228,7 +229,7 @@ def render_probe(chat, probe: Probe) -> Rendered | str:
             shown.pop("tool_calls")  # the calls are in the second turn
         cut_expected = expected_message(shown, cut_output, prefix)
         if cut_expected is not None:
-            first = Rendered(probe, prefix, cut_output, cut_expected, f"{note}; the first of two assistant turns (up to {header!r})".lstrip("; "))
+            first = Rendered(probe, prefix, cut_output, cut_expected, f"{note}; the first of two assistant turns (up to {header!r})".lstrip("; "), turn_header=header)
     expected = expected_message(probe.message, output, prefix)
     if expected is None:
         return first or "the render shows nothing of the message"

@@ -191,9 +191,13 @@ class ChatTemplate:
             return text
         context = {"bos_token": self.bos_token, "eos_token": self.eos_token, **self.extra, **kwargs}
         # kwargs a template documents for its callers instead of ``tools`` (Fireworks' ``functions``,
-        # the JSON text of the functions, and ``datetime``), given only where the template reads them
+        # the JSON text of the functions, and ``datetime``; SmolLM3's ``xml_tools``), given only
+        # where the template reads them
         if "functions" in self.reads and "functions" not in context:
             context["functions"] = json.dumps([t.get("function", t) for t in tools or []], indent=4, ensure_ascii=False)
+        if "xml_tools" in self.reads and "tools" not in self.reads and "xml_tools" not in context and tools:
+            # SmolLM3's: the tools its prompt lists and asks <tool_call> JSON calls for
+            context["xml_tools"] = tools
         if "datetime" in self.reads and "datetime" not in context:
             context["datetime"] = _NOW.strftime("%Y-%m-%d %H:%M:%S")
         def run(template, history=messages):
