@@ -661,7 +661,7 @@ class Builder:
         self.term_names: dict[str, str] = {}
         self.rule_names: dict[str, str] = {}
         # markers that llguidance can name as special tokens (<...>); others stay text
-        self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
+        self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=lambda m: (-len(m), m)))
         self.free = ir.states[-1]
         self.alts, self.compiled, self.key = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
