@@ -668,7 +668,8 @@ class Builder:
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
-        self.piece_cache: dict[Any, Any] = {}
+        self.seq_cache: dict[Any, list[str]] = {}
+        self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
         # closes of explicit fields: no free-text lexeme competes with their pieces
@@ -680,6 +681,7 @@ class Builder:
         if key not in self.shared:
             self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
         self.free_excl = self.shared[key]
+        self.empty: dict[str, bool] = self.shared.setdefault("empty", {})  # translated regex -> matches ""
 
     # names
     def term(self, body: str) -> str:
@@ -704,10 +706,11 @@ class Builder:
         known = self.alts.get(alt.delim.path)
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
             return self._pieces(alt, fill)  # (a tag pattern's part: not a delimiter's alternative)
-        key = (alt.delim.path, alt.index, tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
-        hit = self.piece_cache.get(key)
+        key = ("pieces", alt.delim.path, alt.index, alt.delim.path in self.field_closes,
+               tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
+        hit = self.shared.get(key)  # what depends on the template, the markers and the fill only
         if hit is None:
-            hit = self.piece_cache[key] = self._pieces(alt, fill)
+            hit = self.shared[key] = self._pieces(alt, fill)
         return hit
 
     def _pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
@@ -744,6 +747,7 @@ class Builder:
                     text = translate(part, alt.delim.path) if part else ""
                     if text:
                         out.append(("re", text))
+                        self.empty.setdefault(text, _matches_empty(part))
                 run.clear()
 
         items = alt.body()
@@ -822,7 +826,7 @@ class Builder:
         first, merged with the first regex piece into one lazy lexeme."""
         items: list[str] = []
         pieces = list(pieces)
-        if lead is not None and len(pieces) > 1 and pieces[0][0] == "re" and pieces[1][0] == "tok" and _nullable(pieces[0][1]):
+        if lead is not None and len(pieces) > 1 and pieces[0][0] == "re" and pieces[1][0] == "tok" and self.nullable(pieces[0][1]):
             pieces.pop(0)  # whitespace before a special token: the text before it holds it
         if lead is not None:
             if pieces and pieces[0][0] == "tok" or not pieces:
@@ -835,7 +839,7 @@ class Builder:
                 items.append(self.rule(f"{self.term(lead)} {self.term(first)}", lazy=True))
         for kind, text in pieces:
             if kind == "re":
-                if _nullable(text):
+                if self.nullable(text):
                     items.append(self.term(f"(/{text}/ & /(?s:.+)/)") + "?")
                 else:
                     items.append(self.term("/" + text + "/"))
@@ -845,9 +849,29 @@ class Builder:
                 items.append(json.dumps(text))
         return items
 
+    def nullable(self, text: str) -> bool:
+        """A translated regex matches the empty text (known from its items when the builder
+        translated it, else read back with the regex module)."""
+        hit = self.empty.get(text)
+        return _nullable(text) if hit is None else hit
+
+    def delim_seq(self, alt: Alt, fill: dict[str, str], lead: str | None) -> list[str]:
+        """``seq(pieces(alt, fill), lead)`` of a delimiter's alternative, remembered: both
+        only name rules and terms the builder keeps, so a second call gives the same items
+        and names nothing new."""
+        key = (id(alt), tuple(fill.items()), lead)
+        hit = self.seq_cache.get(key)
+        if hit is None:
+            hit = self.seq_cache[key] = self.seq(self.pieces(alt, fill), lead)
+        return hit
+
     def text_term(self, excl: str, nonempty: bool = False) -> str:
-        base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
-        return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        key = (excl, nonempty)
+        hit = self.text_terms.get(key)
+        if hit is None:
+            base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
+            hit = self.text_terms[key] = f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        return hit
 
 
 def _fixed(item: Any) -> bool:
@@ -902,6 +926,28 @@ def _token_form(marker: str) -> bool:
     """llguidance's Lark names a special token as ``<...>``: a marker of that form with no
     ``>`` inside (and no whitespace) can be written so."""
     return len(marker) > 2 and marker[0] == "<" and marker[-1] == ">" and ">" not in marker[1:-1] and not any(c.isspace() for c in marker)
+
+
+def _matches_empty(items: Any) -> bool:
+    """The items, as :func:`translate` writes them, match the empty text (assertions and
+    anchors are left out there, so they match it)."""
+    for item in items:
+        op, arg = item[0], item[1]
+        if isinstance(op, str):  # ("@group", name, items)
+            empty = _matches_empty(item[2])
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            empty = arg[0] == 0 or _matches_empty(arg[2])
+        elif op is _sre.BRANCH:
+            empty = any(_matches_empty(b) for b in arg[1])
+        elif op is _sre.SUBPATTERN:
+            empty = _matches_empty(arg[3])
+        elif op is getattr(_sre, "ATOMIC_GROUP", "-"):
+            empty = _matches_empty(arg)
+        else:
+            empty = op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT)
+        if not empty:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1190,12 +1236,13 @@ def _walk(self: Builder, start: tuple) -> str:
                 steps.append(Step("end", True))
                 steps.append(Step("end", False))
         results: dict[Any, dict[bool, Any]] = {}
+        memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
         for st in steps:
             if carried is not None and st.text:
                 continue
             ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
             try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried)
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo)
             except GrammarUnsupported as error:
                 self.refused.append(error)
                 got = None
@@ -1206,7 +1253,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
                 # text or none: one lazy lexeme whose text may be empty (a text lexeme
                 # beside a delimiter lexeme at one position would take the delimiter)
-                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True)
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
             elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
                 alts_out.append(" ".join(with_text[1][0]))
                 got = without[1]
@@ -1278,9 +1325,11 @@ Builder.where = _where
 
 
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None = None, nullable: bool = False) -> Any:
+              carried: str | None = None, nullable: bool = False, memo: dict | None = None) -> Any:
     """The grammar items of a step and the node it leads to ((key, left text, check)), or
-    None when the template's patterns do not read it as written."""
+    None when the template's patterns do not read it as written. ``memo``: the node's
+    opens (the open, the body and their check), which the steps that differ only in their
+    close share."""
     text = _FIELD_TEXT if st.text else ""
     s = L + text
     d0 = len(s)
@@ -1302,7 +1351,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead) + self.rest(a)
+        items += self.delim_seq(a, {}, lead) + self.rest(a)
         return items, None
     if st.kind == "iclose":
         a = st.close
@@ -1312,38 +1361,27 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r + _FIELD_TEXT
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, d0 + len(r), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead)
+        items += self.delim_seq(a, {}, lead)
         pat = self.compiled[a.delim.path]
         return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
     f = st.field
-    fill = {}
-    if st.tool is not None:
-        fill[self.shape.name_group] = st.tool["name"]
-    if st.open is not None:
-        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
-        r_open = self.shared.get(key, self)
-        if r_open is self:
-            r_open = self.shared[key] = _rep(st.open.body(), fill)
-        if r_open is None:
-            return None
-        opened = True
-    else:
-        r_open = ""
-        opened = False
-    s += r_open
-    d1 = len(s)
-    body_items, body_rep, calls = self.body(f, st.tool)
-    if body_items is None:
+    memo = {} if memo is None else memo
+    mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text, nullable)
+    opened = memo.get(mkey, memo)
+    if opened is memo:
+        opened = memo[mkey] = _open_part(self, st, s)
+    if opened is None:
         return None
-    s += body_rep
-    b1 = len(s)
-    if opened:
-        probe = s + (_FIELD_TEXT if st.kind == "unclosed" else "")
-        if not prev_ok(probe if st.kind == "unclosed" else s, check):
+    s, d1, b1, body_items, calls, self.tail_lead = opened[:6]
+    if st.open is not None:
+        if not prev_ok(s + _FIELD_TEXT if st.kind == "unclosed" else s, check):
             return None
-        if not open_ok(s, len(L), d0, d1, f, st.open.delim):
+        if len(opened) == 6:  # the open's check and items, once per node
+            ok = open_ok(s, len(L), d0, d1, f, st.open.delim)
+            opened.append(self.delim_seq(st.open, _fill(self, st), lead) if ok else None)
+        if opened[6] is None:
             return None
-        items += self.seq(self.pieces(st.open, {self.shape.name_group: st.tool["name"]} if st.tool else {}), lead)
+        items += opened[6]
     elif not prev_ok(s, check):
         return None
     ncount = min(count + calls, 1)
@@ -1372,11 +1410,11 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             return None
         return items, (((c.delim.path, c.index), ncount, "carry"), s, (pat, d1, b1, c1), self.text_term(self.close_excl(f)))
     if f.content == "text":
-        close_items = self.seq(self.pieces(c, {}), self.text_term(self.close_excl(f)))
+        close_items = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
         items += close_items
     else:
         lead_c = self.tail_lead if f.content == "xml-inline" else None
-        items += body_items + self.seq(self.pieces(c, {}), lead_c)
+        items += body_items + self.delim_seq(c, {}, lead_c)
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
@@ -1388,6 +1426,31 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
 
 
 Builder.try_step = _try_step
+
+
+def _fill(self: Builder, st: Step) -> dict[str, str]:
+    """The open's named groups written as given: the tool's name, when the open holds it."""
+    return {self.shape.name_group: st.tool["name"]} if st.tool is not None else {}
+
+
+def _open_part(self: Builder, st: Step, s: str) -> list | None:
+    """[text, open end, body end, body items, calls, tail lead] of a step's open and body
+    after ``s`` (None when the open has no representative text)."""
+    if st.open is not None:
+        fill = _fill(self, st)
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        r_open = self.shared.get(key, self)
+        if r_open is self:
+            r_open = self.shared[key] = _rep(st.open.body(), fill)
+        if r_open is None:
+            return None
+        s += r_open
+    d1 = len(s)
+    body_items, body_rep, calls = self.body(st.field, st.tool)
+    if body_items is None:
+        return None
+    s += body_rep
+    return [s, d1, len(s), body_items, calls, self.tail_lead]
 Builder.rest = _rest
 
 
