@@ -1174,6 +1174,7 @@ def _walk(self: Builder, start: tuple) -> str:
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
+    step_lists: dict[Any, list] = {}  # the steps out of a node, by what they depend on
     order: list[Any] = []
     bodies: dict[str, list[str]] = {}
 
@@ -1188,59 +1189,21 @@ def _walk(self: Builder, start: tuple) -> str:
     nodes[key0] = ("n0", left, None, None)
     order.append(key0)
     pending = [key0]
-    texts = (False, True)
     while pending:
         key = pending.pop(0)
         name, L, check, carried = nodes[key]
         prev, count, used = key[0], key[1], key[2]
         alts_out: list[str] = []
         can_end = not must_call or count > 0
-        steps: list[Step] = []
-        if prev == "start" and first is not None:
-            for c in close_alts.get(first.index, []):
-                steps.append(Step("field", False, first, None, c))
-            if can_end or first is self.calls:
-                steps.append(Step("unclosed", False, first, None, None))
-        else:
-            for w, _ in watches:
-                if w.is_open:
-                    f = w.field
-                    if not f.repeats and f.index in used:
-                        continue  # a field that does not repeat opens once
-                    is_call = f is self.calls
-                    if is_call and (not calls_allowed or (count > 0 and not o.parallel)):
-                        continue
-                    tools_here = [None]
-                    if is_call and self.shape.name_group is not None:
-                        tools_here = o.tools
-                    for oa in self.alts[w.delim.path]:
-                        for tool in tools_here:
-                            for text in texts:
-                                if f.close is None:
-                                    if can_end or is_call:
-                                        steps.append(Step("unclosed", text, f, oa, None, tool))
-                                    continue
-                                for c in close_alts.get(f.index, []):
-                                    steps.append(Step("field", text, f, oa, c, tool))
-                                if can_end or is_call:
-                                    steps.append(Step("unclosed", text, f, oa, None, tool))
-                else:
-                    for a in self.alts[w.delim.path]:
-                        for text in texts:
-                            if a.end:
-                                if can_end:
-                                    steps.append(Step("end", text, None, None, a))
-                            elif a.consuming:
-                                steps.append(Step("iclose", text, None, None, a))
-            if can_end:
-                steps.append(Step("end", True))
-                steps.append(Step("end", False))
+        skey = (prev == "start", used, count, can_end)
+        steps = step_lists.get(skey)
+        if steps is None:
+            steps = step_lists[skey] = _steps(self, watches, close_alts, first if prev == "start" else None, used, count, can_end)
         results: dict[Any, dict[bool, Any]] = {}
         memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
-        for st in steps:
+        for st, ident in steps:
             if carried is not None and st.text:
                 continue
-            ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
             try:
                 got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo)
             except GrammarUnsupported as error:
@@ -1317,6 +1280,57 @@ def _walk(self: Builder, start: tuple) -> str:
 Builder.walk = _walk
 
 
+def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, used: frozenset, count: int,
+           can_end: bool) -> list[tuple[Step, tuple]]:
+    """The steps out of a node, each with its identity (the steps that differ only in
+    writing text before them share one); ``first``: the field the prefix opened, at the
+    start."""
+    o = self.o
+    calls_allowed = bool(o.tools) and self.calls is not None
+    texts = (False, True)
+    steps: list[Step] = []
+    if first is not None:
+        for c in close_alts.get(first.index, []):
+            steps.append(Step("field", False, first, None, c))
+        if can_end or first is self.calls:
+            steps.append(Step("unclosed", False, first, None, None))
+    else:
+        for w, _ in watches:
+            if w.is_open:
+                f = w.field
+                if not f.repeats and f.index in used:
+                    continue  # a field that does not repeat opens once
+                is_call = f is self.calls
+                if is_call and (not calls_allowed or (count > 0 and not o.parallel)):
+                    continue
+                tools_here = [None]
+                if is_call and self.shape.name_group is not None:
+                    tools_here = o.tools
+                for oa in self.alts[w.delim.path]:
+                    for tool in tools_here:
+                        for text in texts:
+                            if f.close is None:
+                                if can_end or is_call:
+                                    steps.append(Step("unclosed", text, f, oa, None, tool))
+                                continue
+                            for c in close_alts.get(f.index, []):
+                                steps.append(Step("field", text, f, oa, c, tool))
+                            if can_end or is_call:
+                                steps.append(Step("unclosed", text, f, oa, None, tool))
+            else:
+                for a in self.alts[w.delim.path]:
+                    for text in texts:
+                        if a.end:
+                            if can_end:
+                                steps.append(Step("end", text, None, None, a))
+                        elif a.consuming:
+                            steps.append(Step("iclose", text, None, None, a))
+        if can_end:
+            steps.append(Step("end", True))
+            steps.append(Step("end", False))
+    return [(st, (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))) for st in steps]
+
+
 def _where(self: Builder) -> str:
     return "fields"
 
@@ -1366,7 +1380,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
     f = st.field
     memo = {} if memo is None else memo
-    mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text, nullable)
+    mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text)
     opened = memo.get(mkey, memo)
     if opened is memo:
         opened = memo[mkey] = _open_part(self, st, s)
@@ -1376,12 +1390,11 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     if st.open is not None:
         if not prev_ok(s + _FIELD_TEXT if st.kind == "unclosed" else s, check):
             return None
-        if len(opened) == 6:  # the open's check and items, once per node
-            ok = open_ok(s, len(L), d0, d1, f, st.open.delim)
-            opened.append(self.delim_seq(st.open, _fill(self, st), lead) if ok else None)
-        if opened[6] is None:
+        if len(opened) == 6:  # the open's check, once per node
+            opened.append(open_ok(s, len(L), d0, d1, f, st.open.delim))
+        if not opened[6]:
             return None
-        items += opened[6]
+        items += self.delim_seq(st.open, _fill(self, st), lead)
     elif not prev_ok(s, check):
         return None
     ncount = min(count + calls, 1)
