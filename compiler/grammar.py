@@ -1111,13 +1111,13 @@ _IRS: dict[int, tuple[dict, TemplateIR]] = {}
 
 
 def _ir_of(template: dict) -> TemplateIR:
-    """build_ir(template), kept per template object (a compiled template's dict is not
-    changed once compiled)."""
+    """build_ir(template) without the scanners' analyses, kept per template object (a
+    compiled template's dict is not changed once compiled)."""
     hit = _IRS.get(id(template))
     if hit is None or hit[0] is not template:
         if len(_IRS) > 256:
             _IRS.clear()
-        hit = _IRS[id(template)] = (template, build_ir(template))
+        hit = _IRS[id(template)] = (template, build_ir(template, scan=False))
     return hit[1]
 
 
