@@ -683,6 +683,22 @@ class Builder:
         self.free_excl = self.shared[key]
         self.empty: dict[str, bool] = self.shared.setdefault("empty", {})  # translated regex -> matches ""
 
+    @functools.cached_property
+    def once(self) -> frozenset:
+        """The fields that open once (do not repeat): what of the fields used a node's
+        steps depend on."""
+        return frozenset(f.index for f in self.ir.fields if not f.repeats)
+
+    def reach_back(self) -> int | None:
+        """How far before where a search starts a delimiter pattern may read (see
+        :func:`_reach_back`), None when unbounded (a ``(?<=...\\s*)``)."""
+        key = ("reach-back",)
+        hit = self.shared.get(key, self)
+        if hit is self:
+            reaches = [_reach_back(a.items) for alts in self.alts.values() for a in alts]
+            hit = self.shared[key] = None if None in reaches else max(reaches, default=0)
+        return hit
+
     # names
     def term(self, body: str) -> str:
         name = self.term_names.get(body)
@@ -872,6 +888,50 @@ class Builder:
             base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
             hit = self.text_terms[key] = f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
         return hit
+
+
+def _reach_back(items: Any) -> int | None:
+    """How far before where a match starts the items may read (0: not at all; a
+    lookbehind of at most n characters: n, ``\\b``/``\\B``: 1; ``^``/``\\A`` only ask whether
+    the search starts the text, 0), None when it is unbounded or not known here."""
+    reach = 0
+    for item in items:
+        op, arg = item[0], item[1]
+        sub: Any = ()
+        if isinstance(op, str):  # ("@group", name, items)
+            sub = item[2]
+        elif op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.ANY, _sre.IN, _sre.GROUPREF):
+            continue
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            sub = arg[1]
+            if arg[0] < 0:
+                try:
+                    width = arg[1].getwidth()[1]
+                except AttributeError:
+                    return None
+                if width >= _sre.MAXREPEAT:
+                    return None
+                reach = max(reach, width)
+        elif op is _sre.AT:
+            if arg in (_sre.AT_BOUNDARY, _sre.AT_NON_BOUNDARY):
+                reach = max(reach, 1)
+            elif arg not in (_sre.AT_END, _sre.AT_END_STRING, _sre.AT_BEGINNING, _sre.AT_BEGINNING_STRING):
+                return None
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            sub = arg[2]
+        elif op is _sre.BRANCH:
+            sub = [it for b in arg[1] for it in b]
+        elif op is _sre.SUBPATTERN:
+            sub = arg[3]
+        elif op is getattr(_sre, "ATOMIC_GROUP", "-"):
+            sub = arg
+        else:
+            return None
+        inner = _reach_back(sub)
+        if inner is None:
+            return None
+        reach = max(reach, inner)
+    return reach
 
 
 def _fixed(item: Any) -> bool:
@@ -1175,6 +1235,11 @@ def _walk(self: Builder, start: tuple) -> str:
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
     step_lists: dict[Any, list] = {}  # the steps out of a node, by what they depend on
+    # when the patterns look back a bounded way (a lookbehind of n characters, \b, ^), two
+    # nodes whose steps read the same text (from that far before their first search on,
+    # and both at the start of the text or not) have the same outcomes
+    outcomes: dict[Any, tuple[int, list]] = {}
+    reach = self.reach_back()
     order: list[Any] = []
     bodies: dict[str, list[str]] = {}
 
@@ -1195,33 +1260,23 @@ def _walk(self: Builder, start: tuple) -> str:
         prev, count, used = key[0], key[1], key[2]
         alts_out: list[str] = []
         can_end = not must_call or count > 0
-        skey = (prev == "start", used, count, can_end)
+        skey = (prev == "start", used & self.once, count, can_end)
         steps = step_lists.get(skey)
         if steps is None:
             steps = step_lists[skey] = _steps(self, watches, close_alts, first if prev == "start" else None, used, count, can_end)
-        results: dict[Any, dict[bool, Any]] = {}
-        memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
-        for st, ident in steps:
-            if carried is not None and st.text:
-                continue
-            try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo)
-            except GrammarUnsupported as error:
-                self.refused.append(error)
-                got = None
-            results.setdefault(ident, {})[st.text] = (st, got)
-        for ident, by_text in results.items():
-            with_text = by_text.get(True, (None, None))
-            without = by_text.get(False, (None, None))
-            if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
-                # text or none: one lazy lexeme whose text may be empty (a text lexeme
-                # beside a delimiter lexeme at one position would take the delimiter)
-                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
-            elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
-                alts_out.append(" ".join(with_text[1][0]))
-                got = without[1]
-            else:
-                got = with_text[1] if with_text[1] is not None else without[1]
+        base = len(L) if check is None else check[1]
+        ekey = None
+        if reach is not None:
+            ekey = (id(steps), L[max(0, base - reach):base], base == 0, L[base:],
+                    None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried)
+        seen = outcomes.get(ekey) if ekey is not None else None
+        if seen is None:
+            outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried)
+            if ekey is not None:
+                outcomes[ekey] = (base, outs)
+        else:
+            outs = _rebased(seen, base, L)
+        for ident, got in outs:
             if got is None:
                 continue
             items, nxt = got
@@ -1278,6 +1333,53 @@ def _walk(self: Builder, start: tuple) -> str:
 
 
 Builder.walk = _walk
+
+
+def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
+              carried: str | None) -> list[tuple[tuple, Any]]:
+    """[(step identity, (items, next node) or None)] of a node's steps, in the order the
+    grammar writes them: a step with and without text before it is one step whose text
+    may be empty; an end with text and one without, two."""
+    results: dict[Any, dict[bool, Any]] = {}
+    memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
+    for st, ident in steps:
+        if carried is not None and st.text:
+            continue
+        try:
+            got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo)
+        except GrammarUnsupported as error:
+            self.refused.append(error)
+            got = None
+        results.setdefault(ident, {})[st.text] = (st, got)
+    outs: list[tuple[tuple, Any]] = []
+    for ident, by_text in results.items():
+        with_text = by_text.get(True, (None, None))
+        without = by_text.get(False, (None, None))
+        if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
+            # text or none: one lazy lexeme whose text may be empty (a text lexeme
+            # beside a delimiter lexeme at one position would take the delimiter)
+            got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
+        elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
+            outs.append((ident, (with_text[1][0], None)))
+            got = without[1]
+        else:
+            got = with_text[1] if with_text[1] is not None else without[1]
+        outs.append((ident, got))
+    return outs
+
+
+def _rebased(seen: tuple[int, list], base: int, L: str) -> list[tuple[tuple, Any]]:
+    """Another node's outcomes moved to this node's text (the same from ``base`` on)."""
+    base0, outs = seen
+    delta = base - base0
+    moved = []
+    for ident, got in outs:
+        if got is not None and got[1] is not None:
+            items, (nkey, nL, ncheck, *carry) = got
+            pat, frm, a, z = ncheck
+            got = (items, (nkey, L[:base] + nL[base0:], (pat, frm + delta, a + delta, z + delta), *carry))
+        moved.append((ident, got))
+    return moved
 
 
 def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, used: frozenset, count: int,
