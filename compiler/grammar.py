@@ -1488,15 +1488,24 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         opened = memo[mkey] = _open_part(self, st, s)
     if opened is None:
         return None
-    s, d1, b1, body_items, calls, self.tail_lead = opened[:6]
+    s, d1, b1, body_items, calls, self.tail_lead, known = opened
+    # (the checks and the open's items, once per node: known)
     if st.open is not None:
-        if not prev_ok(s + _FIELD_TEXT if st.kind == "unclosed" else s, check):
+        unclosed = st.kind == "unclosed"
+        ok = known.get(("prev", unclosed))
+        if ok is None:
+            ok = known[("prev", unclosed)] = prev_ok(s + _FIELD_TEXT if unclosed else s, check)
+        if not ok:
             return None
-        if len(opened) == 6:  # the open's check, once per node
-            opened.append(open_ok(s, len(L), d0, d1, f, st.open.delim))
-        if not opened[6]:
+        ok = known.get(("open",))
+        if ok is None:
+            ok = known[("open",)] = open_ok(s, len(L), d0, d1, f, st.open.delim)
+        if not ok:
             return None
-        items += self.delim_seq(st.open, _fill(self, st), lead)
+        open_items = known.get(("seq", lead), known)
+        if open_items is known:
+            open_items = known[("seq", lead)] = self.delim_seq(st.open, _fill(self, st), lead)
+        items += open_items
     elif not prev_ok(s, check):
         return None
     ncount = min(count + calls, 1)
@@ -1549,8 +1558,9 @@ def _fill(self: Builder, st: Step) -> dict[str, str]:
 
 
 def _open_part(self: Builder, st: Step, s: str) -> list | None:
-    """[text, open end, body end, body items, calls, tail lead] of a step's open and body
-    after ``s`` (None when the open has no representative text)."""
+    """[text, open end, body end, body items, calls, tail lead, {}] of a step's open and
+    body after ``s`` (None when the open has no representative text); the dict keeps the
+    checks and the open's items the node's steps share."""
     if st.open is not None:
         fill = _fill(self, st)
         key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
@@ -1565,7 +1575,7 @@ def _open_part(self: Builder, st: Step, s: str) -> list | None:
     if body_items is None:
         return None
     s += body_rep
-    return [s, d1, len(s), body_items, calls, self.tail_lead]
+    return [s, d1, len(s), body_items, calls, self.tail_lead, {}]
 Builder.rest = _rest
 
 
