@@ -1358,7 +1358,9 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
         if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
             # text or none: one lazy lexeme whose text may be empty (a text lexeme
             # beside a delimiter lexeme at one position would take the delimiter)
-            got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
+            got = _relead(self, with_text[0], with_text[1])
+            if got is None:
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
         elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
             outs.append((ident, (with_text[1][0], None)))
             got = without[1]
@@ -1366,6 +1368,18 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             got = with_text[1] if with_text[1] is not None else without[1]
         outs.append((ident, got))
     return outs
+
+
+def _relead(self: Builder, st: Step, got: tuple) -> tuple | None:
+    """The step written with text that may be empty, from its result with text: the same
+    checks (the same representative text) and the same items but the first lexeme's, whose
+    text part may now be empty (None when its items do not start with that lexeme)."""
+    alt, fill = (st.open, _fill(self, st)) if st.open is not None else (st.close, {})
+    items, nxt = got
+    old = self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True))
+    if items[:len(old)] != old:
+        return None
+    return self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=False)) + items[len(old):], nxt
 
 
 def _rebased(seen: tuple[int, list], base: int, L: str) -> list[tuple[tuple, Any]]:
