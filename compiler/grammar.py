@@ -1240,6 +1240,7 @@ def _walk(self: Builder, start: tuple) -> str:
     # and both at the start of the text or not) have the same outcomes
     outcomes: dict[Any, tuple[int, list]] = {}
     reach = self.reach_back()
+    index_of = {id(f): f.index for f in ir.fields}
     order: list[Any] = []
     bodies: dict[str, list[str]] = {}
 
@@ -1285,7 +1286,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 continue
             nkey, nL, ncheck = nxt[:3]
             if ident[1] != id(None):
-                nkey = (*nkey[:2], used | {next(f.index for f in self.ir.fields if id(f) == ident[1])}, *nkey[2:])
+                nkey = (*nkey[:2], used | {index_of[ident[1]]}, *nkey[2:])
             else:
                 nkey = (*nkey[:2], used, *nkey[2:])
             ncarry = nxt[3] if len(nxt) > 3 else None
@@ -1304,7 +1305,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if name in live:
                 continue
             for alt in alts:
-                last = alt.split(" ")[-1] if alt else ""
+                last = alt.rpartition(" ")[2]
                 if not last.startswith("n") or last in live:
                     live.add(name)
                     changed = True
@@ -1323,7 +1324,7 @@ def _walk(self: Builder, start: tuple) -> str:
     for name, alts in bodies.items():
         if name not in live:
             continue
-        good = [a for a in alts if not a or not a.split(" ")[-1].startswith("n") or a.split(" ")[-1] in live]
+        good = [a for a in alts if not a.rpartition(" ")[2].startswith("n") or a.rpartition(" ")[2] in live]
         lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
     for name, body in self.rules.items():
         lines.append(f"{name}: {body}")
