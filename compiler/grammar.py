@@ -721,7 +721,13 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex)."""
         known = self.alts.get(alt.delim.path)
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
-            return self._pieces(alt, fill)  # (a tag pattern's part: not a delimiter's alternative)
+            # a tag pattern's part (not a delimiter's alternative): kept by its items, which
+            # tag_parts keeps per template
+            key = ("tag pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())))
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not alt.items:
+                hit = self.shared[key] = (alt.items, self._pieces(alt, fill))
+            return hit[1]
         key = ("pieces", alt.delim.path, alt.index, alt.delim.path in self.field_closes,
                tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
         hit = self.shared.get(key)  # what depends on the template, the markers and the fill only
@@ -796,6 +802,15 @@ class Builder:
             i += 1
         flush()
         return out
+
+    def tag_parts(self, pattern: str, path: str) -> tuple[list, dict, Any, list]:
+        """_parse_tag and _tag_forms of a tag pattern, kept per template."""
+        key = ("tag", pattern, path)
+        hit = self.shared.get(key)
+        if hit is None:
+            items, names, pat = _parse_tag(pattern, path)
+            hit = self.shared[key] = (items, names, pat, _tag_forms(items, names, path))
+        return hit
 
     def search(self, pat: Any, text: str, pos: int) -> Any:
         """``pat.search(text, pos)``, remembered per template: the representative texts
@@ -1747,8 +1762,7 @@ _RAW_FIRST = "[^\\s\"\\[\\]{}\\-0-9tfnIN<]"  # raw text no JSON value starts lik
 
 def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
     path = f"{f.path}.content_args.tag_pattern"
-    items, names, pat = _parse_tag(f.content_args.get("tag_pattern"), path)
-    forms = _tag_forms(items, names, path)
+    items, names, pat, forms = self.tag_parts(f.content_args.get("tag_pattern"), path)
     vp = f.content_args.get("value_parser")
     json_values = isinstance(vp, dict) and vp.get("name") == "json"
     if vp is not None and not json_values:
