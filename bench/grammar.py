@@ -11,9 +11,11 @@ the last only in a description), new names (the template seen, every tool rename
 new request's tools cost when the names are new), and cached (the same template, tools and
 options again: a dict lookup), and the median time llguidance takes to compile it (an
 LLMatcher over a byte vocabulary), with the ratio of the cold build to that compile.
-Medians over interleaved rounds. ``--first N``: the first build in a fresh process (after
-``respc.load``; regex's own cache then holds only what loading the module compiled),
-median of N processes.
+Medians over interleaved rounds. Builds are timed in CPU time of the process (on a shared
+machine wall time mostly measures the other jobs; ``--wall`` for wall time), llguidance's
+compile in wall time (it may use threads). ``--first N``: the first build in a fresh
+process (after ``respc.load``; regex's own cache then holds only what loading the module
+compiled), median of N processes.
 """
 
 from __future__ import annotations
@@ -65,15 +67,15 @@ sys.path.insert(0, {root!r})
 import respc
 compiled = respc.load({family!r})
 tools = json.loads(open({tools!r}).read())["tools"]
-t = time.perf_counter()
+t = time.{clock}()
 compiled.grammar(tools)
-print(time.perf_counter() - t)
+print(time.{clock}() - t)
 """
 
 
-def _first(family: str, samples: Path, runs: int) -> float:
+def _first(family: str, samples: Path, runs: int, clock: str) -> float:
     """Median seconds of the first grammar built in a fresh process (the module loaded)."""
-    code = _FIRST.format(root=str(ROOT), family=family, tools=str(samples / f"{family}.json"))
+    code = _FIRST.format(root=str(ROOT), family=family, tools=str(samples / f"{family}.json"), clock=clock)
     times = [float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
              for _ in range(runs)]
     return statistics.median(times)
@@ -84,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("families", nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--first", type=int, default=0, metavar="N", help="also time the first build in N fresh processes")
+    ap.add_argument("--wall", action="store_true", help="time the builds in wall time (default: CPU time)")
     args = ap.parse_args(argv)
     samples = ROOT / "templates" / "samples"
     families = args.families or sorted(p.stem for p in samples.glob("*.json"))
+    clock = time.perf_counter if args.wall else time.process_time
     try:
         llg, tok = _tokenizer()
     except ImportError:
@@ -101,22 +105,22 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for r in range(args.rounds):
                 _clear()
-                t = time.perf_counter()
+                t = clock()
                 grammar = compiled.grammar(tools)
-                cold.append(time.perf_counter() - t)
+                cold.append(clock() - t)
                 renamed = json.loads(json.dumps(tools))
                 renamed[0]["function"]["description"] = f"round {r}"  # a tool list not seen before
-                t = time.perf_counter()
+                t = clock()
                 compiled.grammar(renamed)
-                warm.append(time.perf_counter() - t)
+                warm.append(clock() - t)
                 for tool in renamed:
                     tool.get("function", tool)["name"] += f"_r{r}"  # every name new
-                t = time.perf_counter()
+                t = clock()
                 compiled.grammar(renamed)
-                names.append(time.perf_counter() - t)
-                t = time.perf_counter()
+                names.append(clock() - t)
+                t = clock()
                 compiled.grammar(tools)
-                hit.append(time.perf_counter() - t)
+                hit.append(clock() - t)
                 if llg is not None:
                     t = time.perf_counter()
                     matcher = llg.LLMatcher(tok, grammar, log_level=0)
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         med = statistics.median
         llg_ms = med(comp) * 1e3 if comp else float("nan")
-        first = f" {_first(family, samples, args.first) * 1e3:>8.1f}" if args.first else ""
+        first = f" {_first(family, samples, args.first, clock.__name__) * 1e3:>8.1f}" if args.first else ""
         print(f"{family:28} {size:>8} {med(cold) * 1e3:>8.1f} {med(warm) * 1e3:>8.1f} {med(names) * 1e3:>8.1f} "
               f"{med(hit) * 1e6:>9.1f} {llg_ms:>8.1f} {med(cold) * 1e3 / llg_ms if comp else float('nan'):>8.1f}{first}")
     return 0
