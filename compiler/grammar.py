@@ -661,14 +661,15 @@ class Builder:
         self.term_names: dict[str, str] = {}
         self.rule_names: dict[str, str] = {}
         # markers that llguidance can name as special tokens (<...>); others stay text
-        self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
+        self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=lambda m: (-len(m), m)))
         self.free = ir.states[-1]
         self.alts, self.compiled, self.key = _template_parts(ir, self.marks)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
-        self.piece_cache: dict[Any, Any] = {}
+        self.seq_cache: dict[Any, list[str]] = {}
+        self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
         # closes of explicit fields: no free-text lexeme competes with their pieces
@@ -680,6 +681,23 @@ class Builder:
         if key not in self.shared:
             self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
         self.free_excl = self.shared[key]
+        self.empty: dict[str, bool] = self.shared.setdefault("empty", {})  # translated regex -> matches ""
+
+    @functools.cached_property
+    def once(self) -> frozenset:
+        """The fields that open once (do not repeat): what of the fields used a node's
+        steps depend on."""
+        return frozenset(f.index for f in self.ir.fields if not f.repeats)
+
+    def reach_back(self) -> int | None:
+        """How far before where a search starts a delimiter pattern may read (see
+        :func:`_reach_back`), None when unbounded (a ``(?<=...\\s*)``)."""
+        key = ("reach-back",)
+        hit = self.shared.get(key, self)
+        if hit is self:
+            reaches = [_reach_back(a.items) for alts in self.alts.values() for a in alts]
+            hit = self.shared[key] = None if None in reaches else max(reaches, default=0)
+        return hit
 
     # names
     def term(self, body: str) -> str:
@@ -703,11 +721,18 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex)."""
         known = self.alts.get(alt.delim.path)
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
-            return self._pieces(alt, fill)  # (a tag pattern's part: not a delimiter's alternative)
-        key = (alt.delim.path, alt.index, tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
-        hit = self.piece_cache.get(key)
+            # a tag pattern's part (not a delimiter's alternative): kept by its items, which
+            # tag_parts keeps per template
+            key = ("tag pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())))
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not alt.items:
+                hit = self.shared[key] = (alt.items, self._pieces(alt, fill))
+            return hit[1]
+        key = ("pieces", alt.delim.path, alt.index, alt.delim.path in self.field_closes,
+               tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
+        hit = self.shared.get(key)  # what depends on the template, the markers and the fill only
         if hit is None:
-            hit = self.piece_cache[key] = self._pieces(alt, fill)
+            hit = self.shared[key] = self._pieces(alt, fill)
         return hit
 
     def _pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
@@ -744,6 +769,7 @@ class Builder:
                     text = translate(part, alt.delim.path) if part else ""
                     if text:
                         out.append(("re", text))
+                        self.empty.setdefault(text, _matches_empty(part))
                 run.clear()
 
         items = alt.body()
@@ -776,6 +802,15 @@ class Builder:
             i += 1
         flush()
         return out
+
+    def tag_parts(self, pattern: str, path: str) -> tuple[list, dict, Any, list]:
+        """_parse_tag and _tag_forms of a tag pattern, kept per template."""
+        key = ("tag", pattern, path)
+        hit = self.shared.get(key)
+        if hit is None:
+            items, names, pat = _parse_tag(pattern, path)
+            hit = self.shared[key] = (items, names, pat, _tag_forms(items, names, path))
+        return hit
 
     def search(self, pat: Any, text: str, pos: int) -> Any:
         """``pat.search(text, pos)``, remembered per template: the representative texts
@@ -822,7 +857,7 @@ class Builder:
         first, merged with the first regex piece into one lazy lexeme."""
         items: list[str] = []
         pieces = list(pieces)
-        if lead is not None and len(pieces) > 1 and pieces[0][0] == "re" and pieces[1][0] == "tok" and _nullable(pieces[0][1]):
+        if lead is not None and len(pieces) > 1 and pieces[0][0] == "re" and pieces[1][0] == "tok" and self.nullable(pieces[0][1]):
             pieces.pop(0)  # whitespace before a special token: the text before it holds it
         if lead is not None:
             if pieces and pieces[0][0] == "tok" or not pieces:
@@ -835,7 +870,7 @@ class Builder:
                 items.append(self.rule(f"{self.term(lead)} {self.term(first)}", lazy=True))
         for kind, text in pieces:
             if kind == "re":
-                if _nullable(text):
+                if self.nullable(text):
                     items.append(self.term(f"(/{text}/ & /(?s:.+)/)") + "?")
                 else:
                     items.append(self.term("/" + text + "/"))
@@ -845,9 +880,73 @@ class Builder:
                 items.append(json.dumps(text))
         return items
 
+    def nullable(self, text: str) -> bool:
+        """A translated regex matches the empty text (known from its items when the builder
+        translated it, else read back with the regex module)."""
+        hit = self.empty.get(text)
+        return _nullable(text) if hit is None else hit
+
+    def delim_seq(self, alt: Alt, fill: dict[str, str], lead: str | None) -> list[str]:
+        """``seq(pieces(alt, fill), lead)`` of a delimiter's alternative, remembered: both
+        only name rules and terms the builder keeps, so a second call gives the same items
+        and names nothing new."""
+        key = (id(alt), tuple(fill.items()), lead)
+        hit = self.seq_cache.get(key)
+        if hit is None:
+            hit = self.seq_cache[key] = self.seq(self.pieces(alt, fill), lead)
+        return hit
+
     def text_term(self, excl: str, nonempty: bool = False) -> str:
-        base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
-        return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        key = (excl, nonempty)
+        hit = self.text_terms.get(key)
+        if hit is None:
+            base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
+            hit = self.text_terms[key] = f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        return hit
+
+
+def _reach_back(items: Any) -> int | None:
+    """How far before where a match starts the items may read (0: not at all; a
+    lookbehind of at most n characters: n, ``\\b``/``\\B``: 1; ``^``/``\\A`` only ask whether
+    the search starts the text, 0), None when it is unbounded or not known here."""
+    reach = 0
+    for item in items:
+        op, arg = item[0], item[1]
+        sub: Any = ()
+        if isinstance(op, str):  # ("@group", name, items)
+            sub = item[2]
+        elif op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.ANY, _sre.IN, _sre.GROUPREF):
+            continue
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            sub = arg[1]
+            if arg[0] < 0:
+                try:
+                    width = arg[1].getwidth()[1]
+                except AttributeError:
+                    return None
+                if width >= _sre.MAXREPEAT:
+                    return None
+                reach = max(reach, width)
+        elif op is _sre.AT:
+            if arg in (_sre.AT_BOUNDARY, _sre.AT_NON_BOUNDARY):
+                reach = max(reach, 1)
+            elif arg not in (_sre.AT_END, _sre.AT_END_STRING, _sre.AT_BEGINNING, _sre.AT_BEGINNING_STRING):
+                return None
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            sub = arg[2]
+        elif op is _sre.BRANCH:
+            sub = [it for b in arg[1] for it in b]
+        elif op is _sre.SUBPATTERN:
+            sub = arg[3]
+        elif op is getattr(_sre, "ATOMIC_GROUP", "-"):
+            sub = arg
+        else:
+            return None
+        inner = _reach_back(sub)
+        if inner is None:
+            return None
+        reach = max(reach, inner)
+    return reach
 
 
 def _fixed(item: Any) -> bool:
@@ -902,6 +1001,28 @@ def _token_form(marker: str) -> bool:
     """llguidance's Lark names a special token as ``<...>``: a marker of that form with no
     ``>`` inside (and no whitespace) can be written so."""
     return len(marker) > 2 and marker[0] == "<" and marker[-1] == ">" and ">" not in marker[1:-1] and not any(c.isspace() for c in marker)
+
+
+def _matches_empty(items: Any) -> bool:
+    """The items, as :func:`translate` writes them, match the empty text (assertions and
+    anchors are left out there, so they match it)."""
+    for item in items:
+        op, arg = item[0], item[1]
+        if isinstance(op, str):  # ("@group", name, items)
+            empty = _matches_empty(item[2])
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", "-")):
+            empty = arg[0] == 0 or _matches_empty(arg[2])
+        elif op is _sre.BRANCH:
+            empty = any(_matches_empty(b) for b in arg[1])
+        elif op is _sre.SUBPATTERN:
+            empty = _matches_empty(arg[3])
+        elif op is getattr(_sre, "ATOMIC_GROUP", "-"):
+            empty = _matches_empty(arg)
+        else:
+            empty = op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT)
+        if not empty:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1065,13 +1186,13 @@ _IRS: dict[int, tuple[dict, TemplateIR]] = {}
 
 
 def _ir_of(template: dict) -> TemplateIR:
-    """build_ir(template), kept per template object (a compiled template's dict is not
-    changed once compiled)."""
+    """build_ir(template) without the scanners' analyses, kept per template object (a
+    compiled template's dict is not changed once compiled)."""
     hit = _IRS.get(id(template))
     if hit is None or hit[0] is not template:
         if len(_IRS) > 256:
             _IRS.clear()
-        hit = _IRS[id(template)] = (template, build_ir(template))
+        hit = _IRS[id(template)] = (template, build_ir(template, scan=False))
     return hit[1]
 
 
@@ -1128,6 +1249,13 @@ def _walk(self: Builder, start: tuple) -> str:
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
+    step_lists: dict[Any, list] = {}  # the steps out of a node, by what they depend on
+    # when the patterns look back a bounded way (a lookbehind of n characters, \b, ^), two
+    # nodes whose steps read the same text (from that far before their first search on,
+    # and both at the start of the text or not) have the same outcomes
+    outcomes: dict[Any, tuple[int, list]] = {}
+    reach = self.reach_back()
+    index_of = {id(f): f.index for f in ir.fields}
     order: list[Any] = []
     bodies: dict[str, list[str]] = {}
 
@@ -1142,76 +1270,29 @@ def _walk(self: Builder, start: tuple) -> str:
     nodes[key0] = ("n0", left, None, None)
     order.append(key0)
     pending = [key0]
-    texts = (False, True)
     while pending:
         key = pending.pop(0)
         name, L, check, carried = nodes[key]
         prev, count, used = key[0], key[1], key[2]
         alts_out: list[str] = []
         can_end = not must_call or count > 0
-        steps: list[Step] = []
-        if prev == "start" and first is not None:
-            for c in close_alts.get(first.index, []):
-                steps.append(Step("field", False, first, None, c))
-            if can_end or first is self.calls:
-                steps.append(Step("unclosed", False, first, None, None))
+        skey = (prev == "start", used & self.once, count, can_end)
+        steps = step_lists.get(skey)
+        if steps is None:
+            steps = step_lists[skey] = _steps(self, watches, close_alts, first if prev == "start" else None, used, count, can_end)
+        base = len(L) if check is None else check[1]
+        ekey = None
+        if reach is not None:
+            ekey = (id(steps), L[max(0, base - reach):base], base == 0, L[base:],
+                    None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried)
+        seen = outcomes.get(ekey) if ekey is not None else None
+        if seen is None:
+            outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried)
+            if ekey is not None:
+                outcomes[ekey] = (base, outs)
         else:
-            for w, _ in watches:
-                if w.is_open:
-                    f = w.field
-                    if not f.repeats and f.index in used:
-                        continue  # a field that does not repeat opens once
-                    is_call = f is self.calls
-                    if is_call and (not calls_allowed or (count > 0 and not o.parallel)):
-                        continue
-                    tools_here = [None]
-                    if is_call and self.shape.name_group is not None:
-                        tools_here = o.tools
-                    for oa in self.alts[w.delim.path]:
-                        for tool in tools_here:
-                            for text in texts:
-                                if f.close is None:
-                                    if can_end or is_call:
-                                        steps.append(Step("unclosed", text, f, oa, None, tool))
-                                    continue
-                                for c in close_alts.get(f.index, []):
-                                    steps.append(Step("field", text, f, oa, c, tool))
-                                if can_end or is_call:
-                                    steps.append(Step("unclosed", text, f, oa, None, tool))
-                else:
-                    for a in self.alts[w.delim.path]:
-                        for text in texts:
-                            if a.end:
-                                if can_end:
-                                    steps.append(Step("end", text, None, None, a))
-                            elif a.consuming:
-                                steps.append(Step("iclose", text, None, None, a))
-            if can_end:
-                steps.append(Step("end", True))
-                steps.append(Step("end", False))
-        results: dict[Any, dict[bool, Any]] = {}
-        for st in steps:
-            if carried is not None and st.text:
-                continue
-            ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
-            try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried)
-            except GrammarUnsupported as error:
-                self.refused.append(error)
-                got = None
-            results.setdefault(ident, {})[st.text] = (st, got)
-        for ident, by_text in results.items():
-            with_text = by_text.get(True, (None, None))
-            without = by_text.get(False, (None, None))
-            if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
-                # text or none: one lazy lexeme whose text may be empty (a text lexeme
-                # beside a delimiter lexeme at one position would take the delimiter)
-                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True)
-            elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
-                alts_out.append(" ".join(with_text[1][0]))
-                got = without[1]
-            else:
-                got = with_text[1] if with_text[1] is not None else without[1]
+            outs = _rebased(seen, base, L)
+        for ident, got in outs:
             if got is None:
                 continue
             items, nxt = got
@@ -1220,7 +1301,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 continue
             nkey, nL, ncheck = nxt[:3]
             if ident[1] != id(None):
-                nkey = (*nkey[:2], used | {next(f.index for f in self.ir.fields if id(f) == ident[1])}, *nkey[2:])
+                nkey = (*nkey[:2], used | {index_of[ident[1]]}, *nkey[2:])
             else:
                 nkey = (*nkey[:2], used, *nkey[2:])
             ncarry = nxt[3] if len(nxt) > 3 else None
@@ -1239,7 +1320,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if name in live:
                 continue
             for alt in alts:
-                last = alt.split(" ")[-1] if alt else ""
+                last = alt.rpartition(" ")[2]
                 if not last.startswith("n") or last in live:
                     live.add(name)
                     changed = True
@@ -1258,7 +1339,7 @@ def _walk(self: Builder, start: tuple) -> str:
     for name, alts in bodies.items():
         if name not in live:
             continue
-        good = [a for a in alts if not a or not a.split(" ")[-1].startswith("n") or a.split(" ")[-1] in live]
+        good = [a for a in alts if not a.rpartition(" ")[2].startswith("n") or a.rpartition(" ")[2] in live]
         lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
     for name, body in self.rules.items():
         lines.append(f"{name}: {body}")
@@ -1270,6 +1351,118 @@ def _walk(self: Builder, start: tuple) -> str:
 Builder.walk = _walk
 
 
+def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
+              carried: str | None) -> list[tuple[tuple, Any]]:
+    """[(step identity, (items, next node) or None)] of a node's steps, in the order the
+    grammar writes them: a step with and without text before it is one step whose text
+    may be empty; an end with text and one without, two."""
+    results: dict[Any, dict[bool, Any]] = {}
+    memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
+    for st, ident in steps:
+        if carried is not None and st.text:
+            continue
+        try:
+            got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo)
+        except GrammarUnsupported as error:
+            self.refused.append(error)
+            got = None
+        results.setdefault(ident, {})[st.text] = (st, got)
+    outs: list[tuple[tuple, Any]] = []
+    for ident, by_text in results.items():
+        with_text = by_text.get(True, (None, None))
+        without = by_text.get(False, (None, None))
+        if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
+            # text or none: one lazy lexeme whose text may be empty (a text lexeme
+            # beside a delimiter lexeme at one position would take the delimiter)
+            got = _relead(self, with_text[0], with_text[1])
+            if got is None:
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, memo=memo)
+        elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
+            outs.append((ident, (with_text[1][0], None)))
+            got = without[1]
+        else:
+            got = with_text[1] if with_text[1] is not None else without[1]
+        outs.append((ident, got))
+    return outs
+
+
+def _relead(self: Builder, st: Step, got: tuple) -> tuple | None:
+    """The step written with text that may be empty, from its result with text: the same
+    checks (the same representative text) and the same items but the first lexeme's, whose
+    text part may now be empty (None when its items do not start with that lexeme)."""
+    alt, fill = (st.open, _fill(self, st)) if st.open is not None else (st.close, {})
+    items, nxt = got
+    old = self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True))
+    if items[:len(old)] != old:
+        return None
+    return self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=False)) + items[len(old):], nxt
+
+
+def _rebased(seen: tuple[int, list], base: int, L: str) -> list[tuple[tuple, Any]]:
+    """Another node's outcomes moved to this node's text (the same from ``base`` on)."""
+    base0, outs = seen
+    delta = base - base0
+    moved = []
+    for ident, got in outs:
+        if got is not None and got[1] is not None:
+            items, (nkey, nL, ncheck, *carry) = got
+            pat, frm, a, z = ncheck
+            got = (items, (nkey, L[:base] + nL[base0:], (pat, frm + delta, a + delta, z + delta), *carry))
+        moved.append((ident, got))
+    return moved
+
+
+def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, used: frozenset, count: int,
+           can_end: bool) -> list[tuple[Step, tuple]]:
+    """The steps out of a node, each with its identity (the steps that differ only in
+    writing text before them share one); ``first``: the field the prefix opened, at the
+    start."""
+    o = self.o
+    calls_allowed = bool(o.tools) and self.calls is not None
+    texts = (False, True)
+    steps: list[Step] = []
+    if first is not None:
+        for c in close_alts.get(first.index, []):
+            steps.append(Step("field", False, first, None, c))
+        if can_end or first is self.calls:
+            steps.append(Step("unclosed", False, first, None, None))
+    else:
+        for w, _ in watches:
+            if w.is_open:
+                f = w.field
+                if not f.repeats and f.index in used:
+                    continue  # a field that does not repeat opens once
+                is_call = f is self.calls
+                if is_call and (not calls_allowed or (count > 0 and not o.parallel)):
+                    continue
+                tools_here = [None]
+                if is_call and self.shape.name_group is not None:
+                    tools_here = o.tools
+                for oa in self.alts[w.delim.path]:
+                    for tool in tools_here:
+                        for text in texts:
+                            if f.close is None:
+                                if can_end or is_call:
+                                    steps.append(Step("unclosed", text, f, oa, None, tool))
+                                continue
+                            for c in close_alts.get(f.index, []):
+                                steps.append(Step("field", text, f, oa, c, tool))
+                            if can_end or is_call:
+                                steps.append(Step("unclosed", text, f, oa, None, tool))
+            else:
+                for a in self.alts[w.delim.path]:
+                    for text in texts:
+                        if a.end:
+                            if can_end:
+                                steps.append(Step("end", text, None, None, a))
+                        elif a.consuming:
+                            steps.append(Step("iclose", text, None, None, a))
+        if can_end:
+            steps.append(Step("end", True))
+            steps.append(Step("end", False))
+    return [(st, (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))) for st in steps]
+
+
 def _where(self: Builder) -> str:
     return "fields"
 
@@ -1278,9 +1471,11 @@ Builder.where = _where
 
 
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None = None, nullable: bool = False) -> Any:
+              carried: str | None = None, nullable: bool = False, memo: dict | None = None) -> Any:
     """The grammar items of a step and the node it leads to ((key, left text, check)), or
-    None when the template's patterns do not read it as written."""
+    None when the template's patterns do not read it as written. ``memo``: the node's
+    opens (the open, the body and their check), which the steps that differ only in their
+    close share."""
     text = _FIELD_TEXT if st.text else ""
     s = L + text
     d0 = len(s)
@@ -1302,7 +1497,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead) + self.rest(a)
+        items += self.delim_seq(a, {}, lead) + self.rest(a)
         return items, None
     if st.kind == "iclose":
         a = st.close
@@ -1312,38 +1507,35 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r + _FIELD_TEXT
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, d0 + len(r), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead)
+        items += self.delim_seq(a, {}, lead)
         pat = self.compiled[a.delim.path]
         return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
     f = st.field
-    fill = {}
-    if st.tool is not None:
-        fill[self.shape.name_group] = st.tool["name"]
-    if st.open is not None:
-        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
-        r_open = self.shared.get(key, self)
-        if r_open is self:
-            r_open = self.shared[key] = _rep(st.open.body(), fill)
-        if r_open is None:
-            return None
-        opened = True
-    else:
-        r_open = ""
-        opened = False
-    s += r_open
-    d1 = len(s)
-    body_items, body_rep, calls = self.body(f, st.tool)
-    if body_items is None:
+    memo = {} if memo is None else memo
+    mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text)
+    opened = memo.get(mkey, memo)
+    if opened is memo:
+        opened = memo[mkey] = _open_part(self, st, s)
+    if opened is None:
         return None
-    s += body_rep
-    b1 = len(s)
-    if opened:
-        probe = s + (_FIELD_TEXT if st.kind == "unclosed" else "")
-        if not prev_ok(probe if st.kind == "unclosed" else s, check):
+    s, d1, b1, body_items, calls, self.tail_lead, known = opened
+    # (the checks and the open's items, once per node: known)
+    if st.open is not None:
+        unclosed = st.kind == "unclosed"
+        ok = known.get(("prev", unclosed))
+        if ok is None:
+            ok = known[("prev", unclosed)] = prev_ok(s + _FIELD_TEXT if unclosed else s, check)
+        if not ok:
             return None
-        if not open_ok(s, len(L), d0, d1, f, st.open.delim):
+        ok = known.get(("open",))
+        if ok is None:
+            ok = known[("open",)] = open_ok(s, len(L), d0, d1, f, st.open.delim)
+        if not ok:
             return None
-        items += self.seq(self.pieces(st.open, {self.shape.name_group: st.tool["name"]} if st.tool else {}), lead)
+        open_items = known.get(("seq", lead), known)
+        if open_items is known:
+            open_items = known[("seq", lead)] = self.delim_seq(st.open, _fill(self, st), lead)
+        items += open_items
     elif not prev_ok(s, check):
         return None
     ncount = min(count + calls, 1)
@@ -1372,11 +1564,11 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             return None
         return items, (((c.delim.path, c.index), ncount, "carry"), s, (pat, d1, b1, c1), self.text_term(self.close_excl(f)))
     if f.content == "text":
-        close_items = self.seq(self.pieces(c, {}), self.text_term(self.close_excl(f)))
+        close_items = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
         items += close_items
     else:
         lead_c = self.tail_lead if f.content == "xml-inline" else None
-        items += body_items + self.seq(self.pieces(c, {}), lead_c)
+        items += body_items + self.delim_seq(c, {}, lead_c)
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
@@ -1388,6 +1580,32 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
 
 
 Builder.try_step = _try_step
+
+
+def _fill(self: Builder, st: Step) -> dict[str, str]:
+    """The open's named groups written as given: the tool's name, when the open holds it."""
+    return {self.shape.name_group: st.tool["name"]} if st.tool is not None else {}
+
+
+def _open_part(self: Builder, st: Step, s: str) -> list | None:
+    """[text, open end, body end, body items, calls, tail lead, {}] of a step's open and
+    body after ``s`` (None when the open has no representative text); the dict keeps the
+    checks and the open's items the node's steps share."""
+    if st.open is not None:
+        fill = _fill(self, st)
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        r_open = self.shared.get(key, self)
+        if r_open is self:
+            r_open = self.shared[key] = _rep(st.open.body(), fill)
+        if r_open is None:
+            return None
+        s += r_open
+    d1 = len(s)
+    body_items, body_rep, calls = self.body(st.field, st.tool)
+    if body_items is None:
+        return None
+    s += body_rep
+    return [s, d1, len(s), body_items, calls, self.tail_lead, {}]
 Builder.rest = _rest
 
 
@@ -1544,8 +1762,7 @@ _RAW_FIRST = "[^\\s\"\\[\\]{}\\-0-9tfnIN<]"  # raw text no JSON value starts lik
 
 def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
     path = f"{f.path}.content_args.tag_pattern"
-    items, names, pat = _parse_tag(f.content_args.get("tag_pattern"), path)
-    forms = _tag_forms(items, names, path)
+    items, names, pat, forms = self.tag_parts(f.content_args.get("tag_pattern"), path)
     vp = f.content_args.get("value_parser")
     json_values = isinstance(vp, dict) and vp.get("name") == "json"
     if vp is not None and not json_values:

@@ -202,8 +202,11 @@ def _classify_literals(value: str | list[str], key: str, path: str) -> Delimiter
     return Delimiter("literal_set", key, path, literals=ordered, extends=extends, lead=firsts)
 
 
-def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
+def _classify_pattern(pattern: str, key: str, path: str, scan: bool = True) -> Delimiter:
     groups = tuple(regex.compile(pattern, REGEX_FLAGS).groupindex)
+    if not scan:  # the kind alone (regex_only, which parses the pattern, only where it decides it)
+        kind = "zero_width" if is_zero_width(pattern) and not regex_only(pattern) else "regex"
+        return Delimiter(kind, key, path, pattern=pattern, groups=groups)
     leans = leans_on_end(pattern)
     if regex_only(pattern):
         # syntax the analyses do not read (fuzzy matching, ...): the general path, which
@@ -215,16 +218,21 @@ def _classify_pattern(pattern: str, key: str, path: str) -> Delimiter:
     return Delimiter(kind, key, path, pattern=pattern, groups=groups, lead=info, gap=gap, leans=leans)
 
 
-def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple) -> Delimiter | None:
+def _delimiter(spec: dict, literal_key: str, pattern_key: str, parts: tuple, scan: bool = True) -> Delimiter | None:
     if literal_key in spec:
         return _classify_literals(spec[literal_key], literal_key, format_path((*parts, literal_key)))
     if pattern_key in spec:
-        return _classify_pattern(spec[pattern_key], pattern_key, format_path((*parts, pattern_key)))
+        return _classify_pattern(spec[pattern_key], pattern_key, format_path((*parts, pattern_key)), scan)
     return None
 
 
-def build_ir(template: dict) -> TemplateIR:
-    """Build the IR of a template that :func:`validate_template` accepted."""
+def build_ir(template: dict, *, scan: bool = True) -> TemplateIR:
+    """Build the IR of a template that :func:`validate_template` accepted.
+
+    ``scan=False``: without what only the generated scanners read -- a regex delimiter's
+    lead, gap and leans, a field's ``loose``, the look-back ``context`` (left at their
+    defaults) --, which the grammar (compiler/grammar.py) does not need and which cost
+    most of the build."""
     fields: list[Field] = []
     for index, (name, spec) in enumerate(template["fields"].items()):
         parts = ("fields", name)
@@ -233,8 +241,8 @@ def build_ir(template: dict) -> TemplateIR:
                 index=index,
                 name=name,
                 path=format_path(parts),
-                open=_delimiter(spec, "open", "open_pattern", parts),
-                close=_delimiter(spec, "close", "close_pattern", parts),
+                open=_delimiter(spec, "open", "open_pattern", parts, scan),
+                close=_delimiter(spec, "close", "close_pattern", parts, scan),
                 content=spec.get("content", "text"),
                 content_args=spec.get("content_args", {}),
                 # flags count by their truthiness, as in the reference
@@ -244,7 +252,7 @@ def build_ir(template: dict) -> TemplateIR:
                 transform=spec.get("transform"),
                 has_transform=spec.get("transform") is not None,
                 transform_each=spec.get("transform_each", False),
-                loose=bool(content_args_findings(spec.get("content", "text"), spec.get("content_args", {}))),
+                loose=scan and bool(content_args_findings(spec.get("content", "text"), spec.get("content_args", {}))),
             )
         )
     implicit = next((f for f in fields if f.implicit), None)
@@ -264,8 +272,8 @@ def build_ir(template: dict) -> TemplateIR:
     free.watches = sorted(candidates, key=lambda w: (0 if w.is_open else 1, w.field.name))
     states.append(free)
 
-    anchor = _delimiter(template, "start_anchor", "start_anchor_pattern", ())
-    delimiters = [d for f in fields for d in (f.open, f.close) if d is not None]
+    anchor = _delimiter(template, "start_anchor", "start_anchor_pattern", (), scan)
+    delimiters = [d for f in fields for d in (f.open, f.close) if d is not None] if scan else []
     needs = [-1 if regex_only(d.pattern) else lookback(d.pattern) for d in delimiters if d.pattern is not None]
     context = -1 if -1 in needs else max(needs, default=0)
     return TemplateIR(
