@@ -254,6 +254,17 @@ CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
 
+#: each call written inside the reply after <|call|>, while the system prompt says a turn of the
+#: `function call` role writes it (a model may write either)
+CALL_ROLE_DESCRIBED = """{{- 'system<|sep|>\nRoles: `user` asks; `assistant` answers; the function and its arguments are written next by the `function call` role.<|end|>\n\n' }}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- 'assistant<|sep|>\n' + (m.content or '') }}
+{%- for tc in (m.tool_calls or [])[:1] %}{{- '<|call|>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- endfor %}
+{{- '<|end|>\n\n' }}
+{%- else %}{{- m.role + '<|sep|>\n' + m.content + '<|end|>\n\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
+
 #: JSON calls a line inside one section written once: <calls>\n{...}\n{...}\n</calls>
 JSON_LINES_SECTION = chatml(
     "{%- if loop.first %}{{- '<calls>\\n' }}{%- endif %}"
@@ -409,6 +420,7 @@ MORE = {
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
     "call_turn": CALL_TURN,
+    "call_role_described": CALL_ROLE_DESCRIBED,
     "json_lines_section": JSON_LINES_SECTION,
     "python_lines_section": PYTHON_LINES_SECTION,
     "action_repr": ACTION_REPR,

@@ -353,6 +353,18 @@ def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
     assert message["content"] == "Hello." and not message.get("tool_calls")
 
 
+def test_a_call_turn_the_prompt_describes_is_read_too():
+    # the template writes "<|call|>{...}" inside the reply; its prompt says the `function call`
+    # role writes calls: a turn of that role after the end of turn is a call as well
+    inside = 'Let me see.<|call|>{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    turn = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    for out in (inside, turn):
+        _, message = _reply("call_role_described", out)
+        assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})], out
+    _, message = _reply("call_role_described", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
+    assert message["content"] == "Hello." and not message.get("tool_calls")
+
+
 def test_json_calls_a_line_in_one_section():
     out = '<calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n</calls><|im_end|>'
     template, message = _reply("json_lines_section", out)

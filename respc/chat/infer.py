@@ -500,6 +500,12 @@ class _Infer:
             raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
         self.gen, self.preopened_call, self.call_turn = gen, "", ""
         tool_field, outer_close = self.tool_calls(before)
+        if tool_field is not None and not self.call_turn:
+            turn = self._described_call_turn(anchor)
+            if turn is not None:
+                # also a call turn the prompt describes (GigaChat 3.1's "`function call` role")
+                tool_field["open_pattern"] = "(?:" + tool_field["open_pattern"] + r"|\s*" + turn[0] + r"\s*" + flex(turn[1]) + ")"
+                self.call_turn = turn
         if self.call_turn and self.call_turn[1] and tool_field is not None:
             # that end of turn ends the content only where no call turn follows it
             end_rx, rest = self.call_turn
@@ -731,6 +737,26 @@ class _Infer:
                     self.content_wrap = (f"<{w.group(1)}>", f"</{w.group(1)}>")
                     self.say(f"content: {where} asks for it between {self.content_wrap[0]!r} and {self.content_wrap[1]!r}")
                 return open_, close
+        return None
+
+    def _described_call_turn(self, anchor: str) -> tuple[str, str] | None:
+        """A turn of its own that the prompt says writes the calls ("the name of the function and
+        its arguments will be generated next by the `function call` role", GigaChat 3.1, whose
+        template writes the call inside the reply): (the end-of-turn marker before it, its header).
+        The header is the anchor's with that role for ``assistant``, where the user's turn is
+        written the same way; the end-of-turn marker is the one that ends the turn before it."""
+        if anchor.count("assistant") != 1:
+            return None
+        prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        m = re.search(r"\bby the [`'\"]((?:function|tool) calls?)[`'\"] role\b", prompt, re.IGNORECASE)
+        if m is None or anchor.replace("assistant", "user") not in prompt:
+            return None
+        header = anchor.replace("assistant", m.group(1)).strip()
+        user_header = anchor.replace("assistant", "user").strip()
+        for end in self.ends:
+            if re.search(end + r"\s*" + re.escape(user_header), prompt):
+                self.say(f"tool_calls: the prompt says the {m.group(1)!r} role writes them: {header!r} after the end of turn too")
+                return end, header
         return None
 
     def _call_body(self, name: str, head: str) -> tuple[str, str] | None:
