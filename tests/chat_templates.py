@@ -40,6 +40,13 @@ CHATML_JSON = chatml(
     "{{- '<tool_call>\\n' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '\\n</tool_call>' }}"
 )
 
+#: CHATML_JSON whose last assistant turn ends with the model's eos token, not <|im_end|>
+CHATML_JSON_EOS_LAST = CHATML_JSON.replace(
+    "{{- '<|im_end|>\\n' }}\n{%- elif m.role == 'tool' %}",
+    "{{- '<|im_end|>\\n' if not loop.last else eos_token }}\n{%- elif m.role == 'tool' %}",
+)
+assert CHATML_JSON_EOS_LAST != CHATML_JSON
+
 #: tagged parameters: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
 TAGGED_XML = chatml(
     "{%- if not loop.first %}{{- '\\n' }}{%- endif %}"
