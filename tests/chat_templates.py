@@ -251,6 +251,15 @@ BARE_JSON_TAGGED_BRANCH = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|hdr|>assistant<|/hdr|>\n' }}{%- endif %}"""
 
+#: Llama-3-style headers, bare JSON calls, and "Environment: ipython" in the system prompt
+IPYTHON_ENV = """{%- if tools %}{{- '<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nTools: ' + tools | tojson + '<|eot_id|>' }}{%- endif %}
+{%- for m in messages %}
+{{- '<|start_header_id|>' + m.role + '<|end_header_id|>\n\n' }}
+{%- if m.tool_calls %}{%- set tc = m.tool_calls[0].function %}{{- {'name': tc.name, 'parameters': tc.arguments} | tojson }}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}"""
+
 #: each call written as a turn of its own after the reply's end-of-turn marker
 CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<|end|>\n\n' }}{%- endif %}
 {%- for m in messages %}
@@ -427,6 +436,7 @@ MORE = {
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
     "call_turn": CALL_TURN,
+    "ipython_env": IPYTHON_ENV,
     "call_role_described": CALL_ROLE_DESCRIBED,
     "json_lines_section": JSON_LINES_SECTION,
     "python_lines_section": PYTHON_LINES_SECTION,

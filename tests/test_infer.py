@@ -345,6 +345,16 @@ def test_a_marker_the_template_writes_before_calls_in_an_unreached_branch():
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and message["content"] == "Checking now."
 
 
+def test_environment_ipython_makes_the_python_tag_optional_before_a_call():
+    # Llama 3's prompt format: with "Environment: ipython" the model writes <|python_tag|> before
+    # its calls, which this template never renders
+    out = '<|python_tag|>{"name": "get_time", "parameters": {"timezone": "UTC"}}<|eot_id|>'
+    template, message = _reply("ipython_env", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+    _, message = _reply("ipython_env", '{"name": "get_time", "parameters": {"timezone": "UTC"}}<|eot_id|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
 def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
     out = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
     template, message = _reply("call_turn", out)

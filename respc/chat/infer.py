@@ -110,6 +110,8 @@ PY_KWARG = (
     r'''|(?P<arr>\[(?:[^\[\]"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&arr))*\])'''
     r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
 )
+#: the token Llama 3 writes before a call when its prompt says "Environment: ipython"
+PYTHON_TAG = "<|python_tag|>"
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -1040,6 +1042,18 @@ class _Infer:
             return close[:k].strip()
         return close
 
+    def _ipython_tag(self, body: str) -> str:
+        """``<|python_tag|>``, optional, before a call the template writes bare where its prompt
+        says ``Environment: ipython``: Llama 3's prompt format, in which that line is what makes
+        the model write the tag before its calls (the templates of Llama 3.2 never write it)."""
+        if PYTHON_TAG in body or "<|start_header_id|>" not in self.gen:
+            return ""
+        prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        if not re.search(r"^Environment:\s*ipython\s*$", prompt, re.MULTILINE):
+            return ""
+        self.say(f"tool_calls: the prompt says 'Environment: ipython' (Llama 3): {PYTHON_TAG!r} is optional before a call")
+        return r"(?:" + lit(PYTHON_TAG) + r"\s*)?"
+
     def _bare_json(self, body, found):
         start, end, value = found
         name_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["name"])
@@ -1056,6 +1070,8 @@ class _Infer:
         if m and m.group(1) not in body:
             head = r"(?:" + lit(m.group(1)) + r"\s*)?"
             self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
+        else:
+            head = self._ipython_tag(body)
         close = JSON_END
         if "two_calls" not in self.rendered:
             # the template refuses (or never renders) two calls: nothing says how a model separates
@@ -1174,7 +1190,7 @@ class _Infer:
             raise InferError(f"tool_calls: the calls are not a Python list ({body!r})")
         open_, close = body[:i].strip(), body[j + 1:].strip()
         spec: dict[str, Any] = {
-            "open_pattern": (r"\s*" + flex(open_)) if open_ else r"\s*(?=\[\s*[A-Za-z_][\w.\-]*\s*\()",
+            "open_pattern": (r"\s*" + flex(open_)) if open_ else r"\s*" + self._ipython_tag(body) + r"(?=\[\s*[A-Za-z_][\w.\-]*\s*\()",
             "content": "python-call-list",
             "transform_each": True,
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}},
