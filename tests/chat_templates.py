@@ -40,6 +40,13 @@ CHATML_JSON = chatml(
     "{{- '<tool_call>\\n' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson + '\\n</tool_call>' }}"
 )
 
+#: CHATML_JSON whose last assistant turn ends with the model's eos token, not <|im_end|>
+CHATML_JSON_EOS_LAST = CHATML_JSON.replace(
+    "{{- '<|im_end|>\\n' }}\n{%- elif m.role == 'tool' %}",
+    "{{- '<|im_end|>\\n' if not loop.last else eos_token }}\n{%- elif m.role == 'tool' %}",
+)
+assert CHATML_JSON_EOS_LAST != CHATML_JSON
+
 #: tagged parameters: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
 TAGGED_XML = chatml(
     "{%- if not loop.first %}{{- '\\n' }}{%- endif %}"
@@ -244,11 +251,31 @@ BARE_JSON_TAGGED_BRANCH = """{%- for m in messages %}{{- '<|hdr|>' + m.role + '<
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|hdr|>assistant<|/hdr|>\n' }}{%- endif %}"""
 
+#: Llama-3-style headers, bare JSON calls, and "Environment: ipython" in the system prompt
+IPYTHON_ENV = """{%- if tools %}{{- '<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nTools: ' + tools | tojson + '<|eot_id|>' }}{%- endif %}
+{%- for m in messages %}
+{{- '<|start_header_id|>' + m.role + '<|end_header_id|>\n\n' }}
+{%- if m.tool_calls %}{%- set tc = m.tool_calls[0].function %}{{- {'name': tc.name, 'parameters': tc.arguments} | tojson }}
+{%- else %}{{- m.content }}{%- endif %}{{- '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}"""
+
 #: each call written as a turn of its own after the reply's end-of-turn marker
 CALL_TURN = """{%- if tools %}{{- 'system<|sep|>\nTools: ' + tools | tojson + '<|end|>\n\n' }}{%- endif %}
 {%- for m in messages %}
 {%- if m.role == 'assistant' %}{{- 'assistant<|sep|>\n' + (m.content or '') }}
 {%- for tc in m.tool_calls or [] %}{{- '<|end|>\n\nfunction call<|sep|>\n' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- endfor %}
+{{- '<|end|>\n\n' }}
+{%- else %}{{- m.role + '<|sep|>\n' + m.content + '<|end|>\n\n' }}{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- 'assistant<|sep|>\n' }}{%- endif %}"""
+
+#: each call written inside the reply after <|call|>, while the system prompt says a turn of the
+#: `function call` role writes it (a model may write either)
+CALL_ROLE_DESCRIBED = """{{- 'system<|sep|>\nRoles: `user` asks; `assistant` answers; the function and its arguments are written next by the `function call` role.<|end|>\n\n' }}
+{%- for m in messages %}
+{%- if m.role == 'assistant' %}{{- 'assistant<|sep|>\n' + (m.content or '') }}
+{%- for tc in (m.tool_calls or [])[:1] %}{{- '<|call|>' + {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{%- endfor %}
 {{- '<|end|>\n\n' }}
 {%- else %}{{- m.role + '<|sep|>\n' + m.content + '<|end|>\n\n' }}{%- endif %}
 {%- endfor %}
@@ -409,6 +436,8 @@ MORE = {
     "recipient_marker": RECIPIENT_MARKER,
     "bare_json_tagged_branch": BARE_JSON_TAGGED_BRANCH,
     "call_turn": CALL_TURN,
+    "ipython_env": IPYTHON_ENV,
+    "call_role_described": CALL_ROLE_DESCRIBED,
     "json_lines_section": JSON_LINES_SECTION,
     "python_lines_section": PYTHON_LINES_SECTION,
     "action_repr": ACTION_REPR,

@@ -49,6 +49,13 @@ def test_chatml_json_calls_detects_a_family_that_round_trips():
     assert [c["function"]["name"] for c in parsed["tool_calls"]] == ["get_weather", "get_time"]
 
 
+def test_a_reply_ended_by_the_eos_token_detects_like_one_ended_by_the_turn_marker():
+    # the model stops at its eos token (an engine strips it): the family reads the turn up to it
+    want = respc.detect(C.CHATML_JSON, eos_token="</s>")
+    assert want is not None
+    assert respc.detect(C.CHATML_JSON_EOS_LAST, eos_token="</s>") == want
+
+
 def test_tagged_xml_parameters_detect_a_tagged_family():
     family = respc.detect(C.TAGGED_XML)
     assert family is not None

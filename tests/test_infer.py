@@ -345,11 +345,33 @@ def test_a_marker_the_template_writes_before_calls_in_an_unreached_branch():
     assert _calls(message) == [("get_time", {"timezone": "UTC"})] and message["content"] == "Checking now."
 
 
+def test_environment_ipython_makes_the_python_tag_optional_before_a_call():
+    # Llama 3's prompt format: with "Environment: ipython" the model writes <|python_tag|> before
+    # its calls, which this template never renders
+    out = '<|python_tag|>{"name": "get_time", "parameters": {"timezone": "UTC"}}<|eot_id|>'
+    template, message = _reply("ipython_env", out)
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})] and not message.get("content")
+    _, message = _reply("ipython_env", '{"name": "get_time", "parameters": {"timezone": "UTC"}}<|eot_id|>')
+    assert _calls(message) == [("get_time", {"timezone": "UTC"})]
+
+
 def test_calls_written_as_turns_of_their_own_after_the_end_of_turn():
     out = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
     template, message = _reply("call_turn", out)
     assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})]
     _, message = _reply("call_turn", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
+    assert message["content"] == "Hello." and not message.get("tool_calls")
+
+
+def test_a_call_turn_the_prompt_describes_is_read_too():
+    # the template writes "<|call|>{...}" inside the reply; its prompt says the `function call`
+    # role writes calls: a turn of that role after the end of turn is a call as well
+    inside = 'Let me see.<|call|>{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    turn = 'Let me see.<|end|>\n\nfunction call<|sep|>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}<|end|>\n\n'
+    for out in (inside, turn):
+        _, message = _reply("call_role_described", out)
+        assert message["content"] == "Let me see." and _calls(message) == [("get_time", {"timezone": "UTC"})], out
+    _, message = _reply("call_role_described", "Hello.<|end|>\n\nuser<|sep|>\nthanks")
     assert message["content"] == "Hello." and not message.get("tool_calls")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import json
 import re
 import warnings
@@ -308,6 +309,12 @@ def parses_all(compiled, rendered: list, stop_at_first: bool = True, name: str |
             why = None  # the render holds two assistant turns: the family reads the first
         if why and chat is not None and _renders_alike(chat, item, compiled):
             why = None
+        if why and chat is not None and chat.eos_token and item.output.rstrip().endswith(chat.eos_token):
+            # the template ends the reply with the model's eos token, which stops the generation
+            # (an engine strips it): the family reads the turn up to it
+            cut = item.output.rstrip()[: -len(chat.eos_token)]
+            if not _check(compiled, dataclasses.replace(item, output=cut), name, source):
+                why = None
         if why:
             failed.append((item.probe.name, why))
             if stop_at_first:

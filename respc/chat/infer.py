@@ -110,6 +110,8 @@ PY_KWARG = (
     r'''|(?P<arr>\[(?:[^\[\]"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&arr))*\])'''
     r'''|(?P<obj>\{(?:[^{}"']|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?&obj))*\})|[^,\s()\[\]{}]+))'''
 )
+#: the token Llama 3 writes before a call when its prompt says "Environment: ipython"
+PYTHON_TAG = "<|python_tag|>"
 _MARKER = r"(?:<\|[^|<>]+\|>|<[^<>\s]+>|\[[^\[\]\s]+\])"
 
 
@@ -500,6 +502,12 @@ class _Infer:
             raise InferError(f"start anchor: the generation prompt {gen!r} has no marker to anchor on")
         self.gen, self.preopened_call, self.call_turn = gen, "", ""
         tool_field, outer_close = self.tool_calls(before)
+        if tool_field is not None and not self.call_turn:
+            turn = self._described_call_turn(anchor)
+            if turn is not None:
+                # also a call turn the prompt describes (GigaChat 3.1's "`function call` role")
+                tool_field["open_pattern"] = "(?:" + tool_field["open_pattern"] + r"|\s*" + turn[0] + r"\s*" + flex(turn[1]) + ")"
+                self.call_turn = turn
         if self.call_turn and self.call_turn[1] and tool_field is not None:
             # that end of turn ends the content only where no call turn follows it
             end_rx, rest = self.call_turn
@@ -731,6 +739,26 @@ class _Infer:
                     self.content_wrap = (f"<{w.group(1)}>", f"</{w.group(1)}>")
                     self.say(f"content: {where} asks for it between {self.content_wrap[0]!r} and {self.content_wrap[1]!r}")
                 return open_, close
+        return None
+
+    def _described_call_turn(self, anchor: str) -> tuple[str, str] | None:
+        """A turn of its own that the prompt says writes the calls ("the name of the function and
+        its arguments will be generated next by the `function call` role", GigaChat 3.1, whose
+        template writes the call inside the reply): (the end-of-turn marker before it, its header).
+        The header is the anchor's with that role for ``assistant``, where the user's turn is
+        written the same way; the end-of-turn marker is the one that ends the turn before it."""
+        if anchor.count("assistant") != 1:
+            return None
+        prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        m = re.search(r"\bby the [`'\"]((?:function|tool) calls?)[`'\"] role\b", prompt, re.IGNORECASE)
+        if m is None or anchor.replace("assistant", "user") not in prompt:
+            return None
+        header = anchor.replace("assistant", m.group(1)).strip()
+        user_header = anchor.replace("assistant", "user").strip()
+        for end in self.ends:
+            if re.search(end + r"\s*" + re.escape(user_header), prompt):
+                self.say(f"tool_calls: the prompt says the {m.group(1)!r} role writes them: {header!r} after the end of turn too")
+                return end, header
         return None
 
     def _call_body(self, name: str, head: str) -> tuple[str, str] | None:
@@ -1014,6 +1042,18 @@ class _Infer:
             return close[:k].strip()
         return close
 
+    def _ipython_tag(self, body: str) -> str:
+        """``<|python_tag|>``, optional, before a call the template writes bare where its prompt
+        says ``Environment: ipython``: Llama 3's prompt format, in which that line is what makes
+        the model write the tag before its calls (the templates of Llama 3.2 never write it)."""
+        if PYTHON_TAG in body or "<|start_header_id|>" not in self.gen:
+            return ""
+        prompt = self.chat.render([P.USER], tools=P.TOOLS, add_generation_prompt=True) or ""
+        if not re.search(r"^Environment:\s*ipython\s*$", prompt, re.MULTILINE):
+            return ""
+        self.say(f"tool_calls: the prompt says 'Environment: ipython' (Llama 3): {PYTHON_TAG!r} is optional before a call")
+        return r"(?:" + lit(PYTHON_TAG) + r"\s*)?"
+
     def _bare_json(self, body, found):
         start, end, value = found
         name_key = next(k for k, v in value.items() if v == P.WEATHER["function"]["name"])
@@ -1030,6 +1070,8 @@ class _Infer:
         if m and m.group(1) not in body:
             head = r"(?:" + lit(m.group(1)) + r"\s*)?"
             self.say(f"tool_calls: the template's text writes {m.group(1)!r} before a call in a branch no probe reaches: optional before a call")
+        else:
+            head = self._ipython_tag(body)
         close = JSON_END
         if "two_calls" not in self.rendered:
             # the template refuses (or never renders) two calls: nothing says how a model separates
@@ -1148,7 +1190,7 @@ class _Infer:
             raise InferError(f"tool_calls: the calls are not a Python list ({body!r})")
         open_, close = body[:i].strip(), body[j + 1:].strip()
         spec: dict[str, Any] = {
-            "open_pattern": (r"\s*" + flex(open_)) if open_ else r"\s*(?=\[\s*[A-Za-z_][\w.\-]*\s*\()",
+            "open_pattern": (r"\s*" + flex(open_)) if open_ else r"\s*" + self._ipython_tag(body) + r"(?=\[\s*[A-Za-z_][\w.\-]*\s*\()",
             "content": "python-call-list",
             "transform_each": True,
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}},
