@@ -1664,18 +1664,59 @@ def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str
         except _Unknown:
             char, next_at = "", 0
         if len(char) != 1 or rest[next_at : next_at + 1] in ("?", "*", "{", "+"):
-            # not one required literal character: a REST that starts out of the run
-            info = lead(rest) if general_stop and _one_way_head(head) else None
-            if info is not None and not any(
-                regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
-                for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
-            ):
+            # not one required literal character: a REST that starts out of the run, or
+            # that cannot match without a character out of it (gpt-oss's channel-first
+            # header: ``NAME(?: ?(?:<\|constrain\|>)?[\w-]+)?\s*<\|message\|>``)
+            if not (general_stop and _one_way_head(head)):
+                continue
+            info = lead(rest)
+            if (
+                info is not None
+                and not any(
+                    regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
+                    for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
+                )
+            ) or _needs_out_of(rest, run_class):
                 found.append((head, run_class, "", ""))
             continue
         if regex.fullmatch(run_class, char, flags=regex.DOTALL) is not None:
             continue  # the run could swallow it
         found.append((head, run_class, char, rest[next_at:]))
     return found
+
+
+def _needs_out_of(pattern: str, run_class: str) -> bool:
+    """True when every match of ``pattern`` takes a character ``run_class`` does not take (a
+    required literal character out of the class, in every way of matching): a text made of
+    the class's characters alone never matches it, so a held match still in its run of the
+    class cannot complete there, whichever way it went past the run. Conservative: False
+    when not known (a class, a lookaround or a back reference needs nothing)."""
+    if regex_only(pattern):
+        return False
+    parsed = _sre_tree(pattern)
+    if parsed is None:
+        return False
+    tree, sre = parsed
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+    outside = regex.compile(run_class, regex.DOTALL)
+
+    def needs(items) -> bool:
+        return any(needs_item(op, arg) for op, arg in items)
+
+    def needs_item(op, arg) -> bool:
+        if op is sre.LITERAL:
+            return outside.fullmatch(chr(arg)) is None
+        if op is sre.SUBPATTERN:
+            return needs(arg[-1])
+        if op is getattr(sre, "ATOMIC_GROUP", None):
+            return needs(arg)
+        if op is sre.BRANCH:
+            return all(needs(alt) for alt in arg[1])
+        if op in repeats:
+            return arg[0] > 0 and needs(arg[2])
+        return False  # classes, anchors, lookarounds, back references, ...
+
+    return needs(tree)
 
 
 def _balanced(text: str) -> bool:

@@ -669,6 +669,12 @@ def test_run_splits_through_a_leading_group():
     )
     # the name written after to=functions. (the recipient first), held by that alternative alone
     assert (r"\s*to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
+    # ... and after <|channel|>commentary to=functions. (the channel first): what follows the name,
+    # an optional constraint then <|message|>, cannot match without a character out of the run
+    assert (r"\s*<\|channel\|>(?:commentary|analysis) to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
+    # a REST that may match within the run's characters alone is no split
+    assert run_splits(r"(?:<a>[a-z]+|<b>)(?:<m>|<n>)+") == [("<a>", "[a-z]", "", "")]
+    assert run_splits(r"(?:<a>[a-z]+|<b>)(?:x|<n>)+") == [] and run_splits(r"(?:<a>[a-z]+|<b>)(?:<n>)?") == []
     # alternatives whose prefixes are apart name one (a lookahead alternative by its body's)
     assert run_splits(r"(?:<a=[^<]+|<b)<") == [("<a=", "[^<]", "<", "")]
     assert run_splits(r"\s*(?:<\|e\|>\s*|(?=<\|m\|>))") == [(r"\s*<\|e\|>", r"\s", "", "")]
