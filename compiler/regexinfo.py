@@ -24,6 +24,7 @@ import regex
 
 __all__ = [
     "Lead",
+    "any_pump",
     "gap_split",
     "is_zero_width",
     "lazy_group_split",
@@ -1226,6 +1227,23 @@ def ws_pump(pattern: str) -> int | None:
     matching whitespace inside a repeated group other than a ``*`` loop of one character,
     regex-module-only syntax.
     runtime/base.py holds such a run without rescanning it (scan.State.pump)."""
+    return _pump(pattern, _WS_CHARS)
+
+
+def any_pump(pattern: str) -> int | None:
+    r""":func:`ws_pump` for a run of any one character: ``K`` when a run of one character
+    ``c`` longer than ``K``, whatever ``c`` is, can grow by more ``c`` without changing how
+    ``pattern`` matches around it; None when that is not known. Every element is then
+    either the body of an unbounded repeat of one character or outside every unbounded
+    repeat (``K`` counts the latter, lookaround bodies included): a tool name or an id
+    written as a long run of one letter (``"(?P<name>[^"]+)"``, ``[\w-]+``) is held
+    without rescanning (scan.State.any_pump). Not known: a repeated group of more than one
+    character (``(?:,\s*\w)*``), back references, conditionals, regex-module-only syntax."""
+    return _pump(pattern, None)
+
+
+def _pump(pattern: str, chars: str | None) -> int | None:
+    """The pump bound of ``pattern`` for runs of one of ``chars`` (None: any character)."""
     if regex_only(pattern):
         return None
     parsed = _sre_tree(pattern)
@@ -1280,16 +1298,16 @@ def ws_pump(pattern: str) -> int | None:
         return False
 
     def takes_ws(op, arg) -> bool:
-        if op is sre.ANY or op is sre.NOT_LITERAL:
+        if chars is None or op is sre.ANY or op is sre.NOT_LITERAL:
             return True
         if op is sre.LITERAL:
-            return chr(arg) in _WS_CHARS
+            return chr(arg) in chars
         key = repr(arg)
         if key not in compiled:
             # the class rebuilt as a pattern of its own and asked about each whitespace character
             try:
                 code = _std_re.compile(_rebuild_class(arg, sre))
-                compiled[key] = any(code.fullmatch(c) for c in _WS_CHARS)
+                compiled[key] = any(code.fullmatch(c) for c in chars)
             except Exception:  # noqa: BLE001 - unknown item: assume it does
                 compiled[key] = True
         return compiled[key]

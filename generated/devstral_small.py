@@ -363,6 +363,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_17, (_RE_TAIL_18,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -397,6 +398,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -431,5 +433,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
     )

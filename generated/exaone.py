@@ -537,6 +537,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -556,6 +557,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -598,6 +600,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
         # the free state
         _scan.State(
@@ -640,5 +643,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
     )

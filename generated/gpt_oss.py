@@ -744,6 +744,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.tool_calls
         _scan.State(
@@ -755,6 +756,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.content
         _scan.State(
@@ -766,6 +768,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # the free state
         _scan.State(
@@ -820,5 +823,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=62,
         ),
     )

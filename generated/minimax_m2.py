@@ -606,6 +606,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -625,6 +626,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=9,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -668,6 +670,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=36,
         ),
         # the free state
         _scan.State(
@@ -711,5 +714,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=36,
         ),
     )

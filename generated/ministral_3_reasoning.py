@@ -475,6 +475,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -487,6 +488,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_18, (_RE_TAIL_19,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -529,6 +531,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=19,
         ),
         # the free state
         _scan.State(
@@ -571,5 +574,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=19,
         ),
     )

@@ -351,6 +351,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_13, (_RE_TAIL_14,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -378,6 +379,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -405,5 +407,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
     )
