@@ -1530,7 +1530,7 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
-    found = [] if _looks_around(pattern) else _run_splits(pattern)
+    found = [] if _looks_around(pattern) else _run_splits(pattern, True)
     try:
         lead_in, branches = _first_branches(pattern)
     except (_Unknown, IndexError):
@@ -1660,10 +1660,13 @@ def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str
     way of matching has gone past the run while only its characters follow, ``F`` is ""
     and nothing is checked at run time."""
     found = []
-    for match in _RUN_ITEM.finditer(pattern):
+    starts = _token_starts(pattern)
+    # (overlapped: an item read from inside an escape, ``\[TOOL_CALLS\](?P<name>[^\[]+)``'s
+    # ``[TOOL_CALLS\](...)[^\[]+``, must not hide the real one that starts in it)
+    for match in _RUN_ITEM.finditer(pattern, overlapped=True):
         start, end = match.span()
-        if start and pattern[start - 1] == "\\":
-            continue
+        if start not in starts:
+            continue  # escaped, or inside a class
         if (pattern[start] == "(") != (pattern[end - 1] == ")"):
             continue  # a group opened or closed without the other
         head, run_class, rest = pattern[:start], match.group(1), pattern[end:]
@@ -1735,6 +1738,30 @@ def _needs_out_of(pattern: str, run_class: str) -> bool:
         return False  # classes, anchors, lookarounds, back references, ...
 
     return needs(tree)
+
+
+def _token_starts(pattern: str) -> set[int]:
+    """Where the pattern's tokens begin: every index outside a character class that is not
+    escaped, with the ``[`` that opens each class."""
+    starts = set()
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if not in_class:
+            starts.add(i)
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("^]", i + 1) or pattern.startswith("]", i + 1):
+                i += 2 if pattern[i + 1] == "]" else 3  # (a ``]`` first in a class is a member)
+                continue
+        i += 1
+    return starts
 
 
 def _balanced(text: str) -> bool:

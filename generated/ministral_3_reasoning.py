@@ -75,6 +75,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*\\[", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
+    "(?:ARGS\\])", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -99,10 +111,10 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_23 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -486,7 +498,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_18, (_RE_TAIL_19,)),),
+            tails=((_RE_TAIL_22, (_RE_TAIL_23,)),),
             pump=0,
             any_pump=12,
         ),
@@ -507,6 +519,13 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "[",
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -523,7 +542,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_22,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -550,6 +569,13 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "[",
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -566,7 +592,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_22,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
