@@ -27,7 +27,7 @@ import pytest
 import regex
 
 import respc
-from test_linear_work import FAMILIES, _growth, _mapped, _outcome, _pure, _stream_work, _whole_work, counting  # noqa: F401
+from test_linear_work import FAMILIES, _growth, _mapped, _outcome, _pure, _stream_work, _verdict, _whole_work, counting, delimiter_sources, streamed_message  # noqa: F401
 
 SAMPLES = Path(__file__).resolve().parent.parent / "templates" / "samples"
 RUN = 400  # characters added to a part (and 4x that): above the 256 where held runs become lasting holds
@@ -217,11 +217,7 @@ def _linear(counting, name: str, mixed: bool, known: dict[str, str]) -> None:
         found += _growth(name, f"streamed in {CHUNK}-character chunks, {label}", *stream)
         whole = [_whole_work(compiled, work, case, tools, t) for t in texts]
         found += _growth(name, f"whole, {label}", *whole)
-    if name in known:
-        if found:
-            pytest.xfail(f"{known[name]}: " + "; ".join(found[:2]))
-        pytest.fail(f"{name} is linear in long parts now: take it out of the known list ({known[name]})")
-    assert not found, "super-linear in a long part of a delimiter: " + "; ".join(found)
+    _verdict(name, found, known)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -239,6 +235,7 @@ def test_long_mixed_parts_are_linear(counting, name):
     _linear(counting, name, True, KNOWN_MIXED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAMILIES)
 def test_long_parts_parse_as_whole(name):
     """The lasting holds that keep long parts linear change nothing: streamed in small
@@ -250,15 +247,8 @@ def test_long_parts_parse_as_whole(name):
         for own in (None, part):
             text = lengthened(case, at, RUN, own)
             whole = _outcome(lambda: compiled.Parser.parse_whole(case["prefix"], text, tools))
-
-            def streamed(size):
-                parser = compiled.parser(prefix=case["prefix"], tools=tools)
-                for i in range(0, len(text), size):
-                    parser.feed(text[i : i + size])
-                return parser.finalize()[0]
-
             for size in (CHUNK, 7):
-                got = _outcome(lambda: streamed(size))
+                got = _outcome(lambda: streamed_message(compiled, case, tools, text, size))
                 assert got == whole, f"{name}: {_what(own, where, case, at, str(RUN))}, {size}-character chunks"
 
 
@@ -282,13 +272,7 @@ def test_pumped_parts_match_alike(name):
     from respc.compiler.regexinfo import any_pump
 
     compiled = respc.load(name)
-    sources = set()
-    for field in compiled.template["fields"].values():
-        for key in ("open", "close", "open_pattern", "close_pattern"):
-            if key in field:
-                value = field[key]
-                sources.add(value if key.endswith("pattern") else "|".join(regex.escape(v) for v in ([value] if isinstance(value, str) else value)))
-    bounds = {source: any_pump(source) for source in sorted(sources)}
+    bounds = {source: any_pump(source) for source in delimiter_sources(compiled.template)}
     for data, case, where, at, _ in long_parts(name):
         out = case["output"]
         starts = sorted({0, *(k for k in range(at) if out[k] in "<[{\"' \n" or k == at - 1)})
