@@ -1073,6 +1073,7 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "runs": runs_of[st.index],
                 "tails": tails_of[st.index],
                 "pump": st.ws_pump,
+                "any_pump": st.any_pump,
             }
         )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]

@@ -16,6 +16,7 @@ import regex
 
 from ..runtime.content import STREAMABLE
 from .regexinfo import (
+    any_pump,
     Lead,
     gap_split,
     is_zero_width,
@@ -149,10 +150,18 @@ class State:
         state's delimiters to match alike however much longer it grows (regexinfo.ws_pump,
         the most of every watch); -1 when one of them is not known to. See runtime/base.py's
         lasting holds (scan.State.pump)."""
+        return self._pump(ws_pump)
+
+    @property
+    def any_pump(self) -> int:
+        """The same for a run of any one character (regexinfo.any_pump; scan.State.any_pump)."""
+        return self._pump(any_pump) if self.ws_pump >= 0 else -1
+
+    def _pump(self, analysis) -> int:
         most = 0
         for w in self.watches:
             source = w.delim.regex_source if (w.delim.pattern is not None or w.delim.literals) else None
-            k = None if source is None else ws_pump(source)
+            k = None if source is None else analysis(source)
             if k is None:
                 return -1
             most = max(most, k)

@@ -24,6 +24,7 @@ import regex
 
 __all__ = [
     "Lead",
+    "any_pump",
     "gap_split",
     "is_zero_width",
     "lazy_group_split",
@@ -1226,6 +1227,23 @@ def ws_pump(pattern: str) -> int | None:
     matching whitespace inside a repeated group other than a ``*`` loop of one character,
     regex-module-only syntax.
     runtime/base.py holds such a run without rescanning it (scan.State.pump)."""
+    return _pump(pattern, _WS_CHARS)
+
+
+def any_pump(pattern: str) -> int | None:
+    r""":func:`ws_pump` for a run of any one character: ``K`` when a run of one character
+    ``c`` longer than ``K``, whatever ``c`` is, can grow by more ``c`` without changing how
+    ``pattern`` matches around it; None when that is not known. Every element is then
+    either the body of an unbounded repeat of one character or outside every unbounded
+    repeat (``K`` counts the latter, lookaround bodies included): a tool name or an id
+    written as a long run of one letter (``"(?P<name>[^"]+)"``, ``[\w-]+``) is held
+    without rescanning (scan.State.any_pump). Not known: a repeated group of more than one
+    character (``(?:,\s*\w)*``), back references, conditionals, regex-module-only syntax."""
+    return _pump(pattern, None)
+
+
+def _pump(pattern: str, chars: str | None) -> int | None:
+    """The pump bound of ``pattern`` for runs of one of ``chars`` (None: any character)."""
     if regex_only(pattern):
         return None
     parsed = _sre_tree(pattern)
@@ -1280,16 +1298,16 @@ def ws_pump(pattern: str) -> int | None:
         return False
 
     def takes_ws(op, arg) -> bool:
-        if op is sre.ANY or op is sre.NOT_LITERAL:
+        if chars is None or op is sre.ANY or op is sre.NOT_LITERAL:
             return True
         if op is sre.LITERAL:
-            return chr(arg) in _WS_CHARS
+            return chr(arg) in chars
         key = repr(arg)
         if key not in compiled:
             # the class rebuilt as a pattern of its own and asked about each whitespace character
             try:
                 code = _std_re.compile(_rebuild_class(arg, sre))
-                compiled[key] = any(code.fullmatch(c) for c in _WS_CHARS)
+                compiled[key] = any(code.fullmatch(c) for c in chars)
             except Exception:  # noqa: BLE001 - unknown item: assume it does
                 compiled[key] = True
         return compiled[key]
@@ -1512,7 +1530,7 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
-    found = [] if _looks_around(pattern) else _run_splits(pattern)
+    found = [] if _looks_around(pattern) else _run_splits(pattern, True)
     try:
         lead_in, branches = _first_branches(pattern)
     except (_Unknown, IndexError):
@@ -1642,10 +1660,13 @@ def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str
     way of matching has gone past the run while only its characters follow, ``F`` is ""
     and nothing is checked at run time."""
     found = []
-    for match in _RUN_ITEM.finditer(pattern):
+    starts = _token_starts(pattern)
+    # (overlapped: an item read from inside an escape, ``\[TOOL_CALLS\](?P<name>[^\[]+)``'s
+    # ``[TOOL_CALLS\](...)[^\[]+``, must not hide the real one that starts in it)
+    for match in _RUN_ITEM.finditer(pattern, overlapped=True):
         start, end = match.span()
-        if start and pattern[start - 1] == "\\":
-            continue
+        if start not in starts:
+            continue  # escaped, or inside a class
         if (pattern[start] == "(") != (pattern[end - 1] == ")"):
             continue  # a group opened or closed without the other
         head, run_class, rest = pattern[:start], match.group(1), pattern[end:]
@@ -1664,18 +1685,83 @@ def _run_splits(pattern: str, general_stop: bool = False) -> list[tuple[str, str
         except _Unknown:
             char, next_at = "", 0
         if len(char) != 1 or rest[next_at : next_at + 1] in ("?", "*", "{", "+"):
-            # not one required literal character: a REST that starts out of the run
-            info = lead(rest) if general_stop and _one_way_head(head) else None
-            if info is not None and not any(
-                regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
-                for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
-            ):
+            # not one required literal character: a REST that starts out of the run, or
+            # that cannot match without a character out of it (gpt-oss's channel-first
+            # header: ``NAME(?: ?(?:<\|constrain\|>)?[\w-]+)?\s*<\|message\|>``)
+            if not (general_stop and _one_way_head(head)):
+                continue
+            info = lead(rest)
+            if (
+                info is not None
+                and not any(
+                    regex.fullmatch(run_class, x, flags=regex.DOTALL) is not None
+                    for x in list(info.firsts) + (list(_WS_CHARS) if info.ws else [])
+                )
+            ) or _needs_out_of(rest, run_class):
                 found.append((head, run_class, "", ""))
             continue
         if regex.fullmatch(run_class, char, flags=regex.DOTALL) is not None:
             continue  # the run could swallow it
         found.append((head, run_class, char, rest[next_at:]))
     return found
+
+
+def _needs_out_of(pattern: str, run_class: str) -> bool:
+    """True when every match of ``pattern`` takes a character ``run_class`` does not take (a
+    required literal character out of the class, in every way of matching): a text made of
+    the class's characters alone never matches it, so a held match still in its run of the
+    class cannot complete there, whichever way it went past the run. Conservative: False
+    when not known (a class, a lookaround or a back reference needs nothing)."""
+    if regex_only(pattern):
+        return False
+    parsed = _sre_tree(pattern)
+    if parsed is None:
+        return False
+    tree, sre = parsed
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+    outside = regex.compile(run_class, regex.DOTALL)
+
+    def needs(items) -> bool:
+        return any(needs_item(op, arg) for op, arg in items)
+
+    def needs_item(op, arg) -> bool:
+        if op is sre.LITERAL:
+            return outside.fullmatch(chr(arg)) is None
+        if op is sre.SUBPATTERN:
+            return needs(arg[-1])
+        if op is getattr(sre, "ATOMIC_GROUP", None):
+            return needs(arg)
+        if op is sre.BRANCH:
+            return all(needs(alt) for alt in arg[1])
+        if op in repeats:
+            return arg[0] > 0 and needs(arg[2])
+        return False  # classes, anchors, lookarounds, back references, ...
+
+    return needs(tree)
+
+
+def _token_starts(pattern: str) -> set[int]:
+    """Where the pattern's tokens begin: every index outside a character class that is not
+    escaped, with the ``[`` that opens each class."""
+    starts = set()
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if not in_class:
+            starts.add(i)
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("^]", i + 1) or pattern.startswith("]", i + 1):
+                i += 2 if pattern[i + 1] == "]" else 3  # (a ``]`` first in a class is a member)
+                continue
+        i += 1
+    return starts
 
 
 def _balanced(text: str) -> bool:

@@ -458,6 +458,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.tool_calls
         _scan.State(
@@ -469,6 +470,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=19,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -527,6 +529,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=39,
         ),
         # the free state
         _scan.State(
@@ -585,5 +588,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=39,
         ),
     )

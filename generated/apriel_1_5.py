@@ -602,6 +602,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=22,
         ),
         # fields.tool_calls
         _scan.State(
@@ -621,6 +622,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -642,6 +644,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=20,
         ),
         # the free state
         _scan.State(
@@ -663,5 +666,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=20,
         ),
     )

@@ -389,6 +389,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=2,
+            any_pump=22,
         ),
         # fields.tool_calls
         _scan.State(
@@ -400,6 +401,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -429,6 +431,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=5,
+            any_pump=29,
         ),
         # the free state
         _scan.State(
@@ -458,5 +461,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=5,
+            any_pump=29,
         ),
     )

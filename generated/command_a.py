@@ -478,6 +478,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.tool_calls
         _scan.State(
@@ -489,6 +490,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=14,
         ),
         # fields.content
         _scan.State(
@@ -500,6 +502,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # the free state
         _scan.State(
@@ -511,5 +514,6 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=18,
         ),
     )

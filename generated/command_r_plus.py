@@ -375,6 +375,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=3,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -402,6 +403,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=21,
         ),
         # the free state
         _scan.State(
@@ -429,5 +431,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=21,
         ),
     )

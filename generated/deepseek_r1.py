@@ -643,6 +643,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -662,6 +663,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=20,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -719,6 +721,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=59,
         ),
         # the free state
         _scan.State(
@@ -776,5 +779,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=59,
         ),
     )

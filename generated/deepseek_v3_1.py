@@ -648,6 +648,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -667,6 +668,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -717,6 +719,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=52,
         ),
         # the free state
         _scan.State(
@@ -767,5 +770,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=52,
         ),
     )

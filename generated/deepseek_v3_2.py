@@ -692,6 +692,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -711,6 +712,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=15,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -775,6 +777,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=45,
         ),
         # the free state
         _scan.State(
@@ -839,5 +842,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=45,
         ),
     )

@@ -62,6 +62,18 @@ _RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\s*\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\s*\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -86,10 +98,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -361,8 +373,9 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_17, (_RE_TAIL_18,)),),
+            tails=((_RE_TAIL_21, (_RE_TAIL_22,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -381,6 +394,13 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -395,8 +415,9 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_21, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -415,6 +436,13 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -429,7 +457,8 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_21, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
     )

@@ -631,6 +631,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -650,6 +651,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -725,6 +727,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
         # the free state
         _scan.State(
@@ -800,5 +803,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
     )

@@ -104,7 +104,19 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_20 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*\\[\\|endofturn\\|\\])[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*\\[\\|endofturn\\|\\])[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_24 = _regex.compile(
     "\\s*\\[\\|endofturn\\|\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -537,6 +549,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -556,6 +569,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -587,10 +601,17 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "[",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_24,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -598,6 +619,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
         # the free state
         _scan.State(
@@ -629,10 +651,17 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "[",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_24,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -640,5 +669,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
     )

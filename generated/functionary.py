@@ -309,6 +309,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
             pump=0,
+            any_pump=10,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -337,6 +338,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=10,
         ),
         # the free state
         _scan.State(
@@ -365,5 +367,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=10,
         ),
     )

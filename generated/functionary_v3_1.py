@@ -461,6 +461,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -509,6 +510,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_27, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=12,
         ),
         # the free state
         _scan.State(
@@ -557,5 +559,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_27, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=12,
         ),
     )

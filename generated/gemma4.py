@@ -641,6 +641,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.tool_calls
         _scan.State(
@@ -660,6 +661,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -724,6 +726,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=18,
         ),
         # the free state
         _scan.State(
@@ -788,5 +791,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=18,
         ),
     )

@@ -715,6 +715,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_120, ()),),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -930,6 +931,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=64,
         ),
         # the free state
         _scan.State(
@@ -1145,5 +1147,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=64,
         ),
     )

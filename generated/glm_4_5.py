@@ -648,6 +648,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -667,6 +668,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -747,6 +749,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=15,
         ),
         # the free state
         _scan.State(
@@ -827,5 +830,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=15,
         ),
     )

@@ -653,6 +653,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -672,6 +673,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -752,6 +754,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=15,
         ),
         # the free state
         _scan.State(
@@ -832,5 +835,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=15,
         ),
     )

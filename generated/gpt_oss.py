@@ -82,58 +82,70 @@ _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_1 = _regex.compile(
-    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
-    _regex.DOTALL,
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.)[^<\\s]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: alive)
 _RE_TOOL_CALLS_OPEN_1_PAST_1 = _regex.compile(
-    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*<",
-    _regex.DOTALL,
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.)[^<\\s]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: past)
 _RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
-    "(?:\\|message\\|>)", _regex.DOTALL
+    "(?:)", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: rest)
 _RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
-    "\\s+", _regex.DOTALL
+    "[^<\\s]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_2 = _regex.compile(
-    "(?:\\s*to=functions\\.)[^<\\s]*", _regex.DOTALL
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
+    _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (run hold 2: alive)
 _RE_TOOL_CALLS_OPEN_1_PAST_2 = _regex.compile(
-    "(?:\\s*to=functions\\.)[^<\\s]*", _regex.DOTALL
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*<",
+    _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (run hold 2: past)
 _RE_TOOL_CALLS_OPEN_1_REST_2 = _regex.compile(
-    "(?:)", _regex.DOTALL
+    "(?:\\|message\\|>)", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: rest)
 _RE_TOOL_CALLS_OPEN_1_RUN_2 = _regex.compile(
-    "[^<\\s]+", _regex.DOTALL
+    "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_3 = _regex.compile(
-    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+))\\s*", _regex.DOTALL
+    "(?:\\s*to=functions\\.)[^<\\s]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 3: alive)
 _RE_TOOL_CALLS_OPEN_1_PAST_3 = _regex.compile(
-    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+))\\s*<", _regex.DOTALL
+    "(?:\\s*to=functions\\.)[^<\\s]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 3: past)
 _RE_TOOL_CALLS_OPEN_1_REST_3 = _regex.compile(
-    "(?:\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?\\s*<\\|message\\|>)",
-    _regex.DOTALL,
+    "(?:)", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 3: rest)
 _RE_TOOL_CALLS_OPEN_1_RUN_3 = _regex.compile(
-    "\\s+", _regex.DOTALL
+    "[^<\\s]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 3: run)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_4 = _regex.compile(
-    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
-    _regex.DOTALL,
+    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+))\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 4: alive)
 _RE_TOOL_CALLS_OPEN_1_PAST_4 = _regex.compile(
-    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*<",
-    _regex.DOTALL,
+    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+))\\s*<", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 4: past)
 _RE_TOOL_CALLS_OPEN_1_REST_4 = _regex.compile(
-    "(?:\\|message\\|>)", _regex.DOTALL
+    "(?:\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?\\s*<\\|message\\|>)",
+    _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (run hold 4: rest)
 _RE_TOOL_CALLS_OPEN_1_RUN_4 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 4: run)
+_RE_TOOL_CALLS_OPEN_1_ALIVE_5 = _regex.compile(
+    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 5: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_5 = _regex.compile(
+    "(?:\\s*to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis)(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*<",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold 5: past)
+_RE_TOOL_CALLS_OPEN_1_REST_5 = _regex.compile(
+    "(?:\\|message\\|>)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_5 = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 5: run)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -732,6 +744,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.tool_calls
         _scan.State(
@@ -743,6 +756,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.content
         _scan.State(
@@ -754,6 +768,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # the free state
         _scan.State(
@@ -776,21 +791,21 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_PAST_1,
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
-                    "<",
+                    "",
                 ),
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_2,
                     _RE_TOOL_CALLS_OPEN_1_PAST_2,
                     _RE_TOOL_CALLS_OPEN_1_REST_2,
                     _RE_TOOL_CALLS_OPEN_1_RUN_2,
-                    "",
+                    "<",
                 ),
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_3,
                     _RE_TOOL_CALLS_OPEN_1_PAST_3,
                     _RE_TOOL_CALLS_OPEN_1_REST_3,
                     _RE_TOOL_CALLS_OPEN_1_RUN_3,
-                    "<",
+                    "",
                 ),
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_4,
@@ -799,7 +814,15 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_RUN_4,
                     "<",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_5,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_5,
+                    _RE_TOOL_CALLS_OPEN_1_REST_5,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_5,
+                    "<",
+                ),
             ),
             pump=2,
+            any_pump=62,
         ),
     )

@@ -450,6 +450,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=3,
+            any_pump=20,
         ),
         # fields.tool_calls
         _scan.State(
@@ -461,6 +462,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -496,6 +498,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=4,
+            any_pump=38,
         ),
         # the free state
         _scan.State(
@@ -531,5 +534,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=4,
+            any_pump=38,
         ),
     )

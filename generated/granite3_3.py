@@ -486,6 +486,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -497,6 +498,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -548,6 +550,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=38,
         ),
         # the free state
         _scan.State(
@@ -599,5 +602,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=38,
         ),
     )

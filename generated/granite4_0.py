@@ -477,6 +477,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -574,6 +575,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=35,
         ),
         # the free state
         _scan.State(
@@ -671,5 +673,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_51, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=35,
         ),
     )

@@ -373,6 +373,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -414,6 +415,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=15,
         ),
         # the free state
         _scan.State(
@@ -455,5 +457,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=15,
         ),
     )

@@ -462,6 +462,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -503,6 +504,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=15,
         ),
         # the free state
         _scan.State(
@@ -544,5 +546,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=15,
         ),
     )

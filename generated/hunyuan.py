@@ -399,6 +399,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -410,6 +411,7 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -469,6 +471,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=22,
         ),
         # the free state
         _scan.State(
@@ -528,5 +531,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=22,
         ),
     )

@@ -464,6 +464,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=23,
         ),
         # fields.tool_calls
         _scan.State(
@@ -475,6 +476,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=47,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -517,6 +519,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=67,
         ),
         # the free state
         _scan.State(
@@ -559,5 +562,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=67,
         ),
     )

@@ -354,6 +354,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=31,
         ),
         # fields.tool_calls
         _scan.State(
@@ -365,6 +366,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=10,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -376,6 +378,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=2,
+            any_pump=55,
         ),
         # the free state
         _scan.State(
@@ -387,5 +390,6 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=2,
+            any_pump=55,
         ),
     )

@@ -518,6 +518,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=15,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -629,6 +630,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_59, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=51,
         ),
         # the free state
         _scan.State(
@@ -740,5 +742,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_59, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=51,
         ),
     )

@@ -283,6 +283,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -310,6 +311,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=37,
         ),
         # the free state
         _scan.State(
@@ -337,5 +339,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=37,
         ),
     )

@@ -463,6 +463,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -505,6 +506,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=79,
         ),
         # the free state
         _scan.State(
@@ -547,5 +549,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=79,
         ),
     )

@@ -482,6 +482,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=28,
         ),
         # fields.tool_calls
         _scan.State(
@@ -501,6 +502,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -552,6 +554,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=79,
         ),
         # the free state
         _scan.State(
@@ -603,5 +606,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=79,
         ),
     )

@@ -544,6 +544,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=23,
         ),
         # fields.content
         _scan.State(
@@ -564,6 +565,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=24,
         ),
         # fields.tool_calls
         _scan.State(
@@ -575,6 +577,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=20,
         ),
         # the free state
         _scan.State(
@@ -594,5 +597,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=2,
+            any_pump=56,
         ),
     )

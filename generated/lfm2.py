@@ -346,6 +346,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -373,6 +374,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=41,
         ),
         # the free state
         _scan.State(
@@ -400,5 +402,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=41,
         ),
     )

@@ -471,6 +471,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -490,6 +491,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=17,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -532,6 +534,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=41,
         ),
         # the free state
         _scan.State(
@@ -574,5 +577,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=41,
         ),
     )

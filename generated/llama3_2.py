@@ -323,6 +323,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=3,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -357,6 +358,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=57,
         ),
         # the free state
         _scan.State(
@@ -391,5 +393,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=57,
         ),
     )

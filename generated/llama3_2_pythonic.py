@@ -436,6 +436,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_15, ()),),
             pump=0,
+            any_pump=10,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -470,6 +471,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=29,
         ),
         # the free state
         _scan.State(
@@ -504,5 +506,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=29,
         ),
     )

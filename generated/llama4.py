@@ -456,6 +456,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
             pump=0,
+            any_pump=14,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -490,6 +491,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=35,
         ),
         # the free state
         _scan.State(
@@ -524,5 +526,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
+            any_pump=35,
         ),
     )

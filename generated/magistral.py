@@ -75,6 +75,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_1_PAST_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*\\[", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
+    "(?:ARGS\\])", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -99,10 +111,10 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_23 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -475,6 +487,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -485,8 +498,9 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_18, (_RE_TAIL_19,)),),
+            tails=((_RE_TAIL_22, (_RE_TAIL_23,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -505,45 +519,10 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
-                    _RE_CONTENT_CLOSE_3_ALIVE_0,
-                    _RE_CONTENT_CLOSE_3_PAST_0,
-                    _RE_CONTENT_CLOSE_3_REST_0,
-                    _RE_CONTENT_CLOSE_3_RUN_0,
-                    "<",
-                ),
-                (
-                    _RE_CONTENT_CLOSE_3_ALIVE_1,
-                    _RE_CONTENT_CLOSE_3_PAST_1,
-                    _RE_CONTENT_CLOSE_3_REST_1,
-                    _RE_CONTENT_CLOSE_3_RUN_1,
-                    "",
-                ),
-            ),
-            tails=(
-                (
-                    _RE_TAIL_18,
-                    (
-                        _RE_REASONING_CONTENT_OPEN_0,
-                        _RE_TOOL_CALLS_OPEN_1,
-                    ),
-                ),
-            ),
-            pump=1,
-        ),
-        # the free state
-        _scan.State(
-            field=2,
-            scan=_state_free,
-            end_scan=_state_free,
-            quiet=_quiet_free,
-            memos=(),
-            ws_hold=True,
-            runs=(
-                (
-                    _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
-                    _RE_REASONING_CONTENT_OPEN_0_PAST_0,
-                    _RE_REASONING_CONTENT_OPEN_0_REST_0,
-                    _RE_REASONING_CONTENT_OPEN_0_RUN_0,
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "[",
                 ),
                 (
@@ -563,7 +542,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_22,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -571,5 +550,56 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=19,
+        ),
+        # the free state
+        _scan.State(
+            field=2,
+            scan=_state_free,
+            end_scan=_state_free,
+            quiet=_quiet_free,
+            memos=(),
+            ws_hold=True,
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
+                    _RE_REASONING_CONTENT_OPEN_0_PAST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_REST_0,
+                    _RE_REASONING_CONTENT_OPEN_0_RUN_0,
+                    "[",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_1_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_1_REST_0,
+                    _RE_TOOL_CALLS_OPEN_1_RUN_0,
+                    "[",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_0,
+                    _RE_CONTENT_CLOSE_3_PAST_0,
+                    _RE_CONTENT_CLOSE_3_REST_0,
+                    _RE_CONTENT_CLOSE_3_RUN_0,
+                    "<",
+                ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_22,
+                    (
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_1,
+                    ),
+                ),
+            ),
+            pump=1,
+            any_pump=19,
         ),
     )

@@ -370,6 +370,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -381,6 +382,7 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(),
             pump=1,
+            any_pump=14,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -416,6 +418,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -451,5 +454,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
     )

@@ -109,10 +109,22 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_20 = _regex.compile(
+_RE_CONTENT_CLOSE_3_ALIVE_1 = _regex.compile(
+    "(?:\\s*\\[e~\\[)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: alive)
+_RE_CONTENT_CLOSE_3_PAST_1 = _regex.compile(
+    "(?:\\s*\\[e~\\[)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: past)
+_RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: rest)
+_RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
+    "[\\s\\S]+", _regex.DOTALL
+)  # fields.content.close_pattern (run hold 1: run)
+_RE_TAIL_24 = _regex.compile(
     "\\s*\\[e~\\[", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_25 = _regex.compile(
     "\\s*</minimax:tool_call>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -606,6 +618,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -625,6 +638,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=9,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -656,18 +670,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_24,
                     (
-                        _RE_TAIL_21,
+                        _RE_TAIL_25,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
             ),
             pump=2,
+            any_pump=36,
         ),
         # the free state
         _scan.State(
@@ -699,17 +721,25 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_CONTENT_CLOSE_3_ALIVE_1,
+                    _RE_CONTENT_CLOSE_3_PAST_1,
+                    _RE_CONTENT_CLOSE_3_REST_1,
+                    _RE_CONTENT_CLOSE_3_RUN_1,
+                    "",
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_24,
                     (
-                        _RE_TAIL_21,
+                        _RE_TAIL_25,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
             ),
             pump=2,
+            any_pump=36,
         ),
     )

@@ -291,6 +291,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=14,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -318,6 +319,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=54,
         ),
         # the free state
         _scan.State(
@@ -345,5 +347,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=54,
         ),
     )

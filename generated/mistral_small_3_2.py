@@ -56,6 +56,30 @@ _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL) 
 _RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_0 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: past)
+_RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
+    "(?:)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_ALIVE_1 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\](?P<name>[^\\[]+)(?:\\[CALL_ID\\])?)[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: alive)
+_RE_TOOL_CALLS_OPEN_0_PAST_1 = _regex.compile(
+    "(?:\\[TOOL_CALLS\\](?P<name>[^\\[]+)(?:\\[CALL_ID\\])?)[^\\[]*\\[", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: past)
+_RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
+    "(?:ARGS\\])", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: rest)
+_RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold 1: run)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -80,10 +104,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_13 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_14 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -349,8 +373,9 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_13, (_RE_TAIL_14,)),),
+            tails=((_RE_TAIL_21, (_RE_TAIL_22,)),),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -362,6 +387,20 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "[",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -376,8 +415,9 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_21, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -389,6 +429,20 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_0,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_0,
+                    _RE_TOOL_CALLS_OPEN_0_REST_0,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_0,
+                    "",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_ALIVE_1,
+                    _RE_TOOL_CALLS_OPEN_0_PAST_1,
+                    _RE_TOOL_CALLS_OPEN_0_REST_1,
+                    _RE_TOOL_CALLS_OPEN_0_RUN_1,
+                    "[",
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -403,7 +457,8 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_21, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=28,
         ),
     )

@@ -384,6 +384,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=9,
         ),
         # fields.tool_calls
         _scan.State(
@@ -395,6 +396,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=14,
         ),
         # fields.content
         _scan.State(
@@ -407,6 +409,7 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=((_RE_TAIL_12, ()),),
             pump=0,
+            any_pump=9,
         ),
         # the free state
         _scan.State(

@@ -563,6 +563,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -582,6 +583,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -638,6 +640,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=23,
         ),
         # the free state
         _scan.State(
@@ -694,5 +697,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=23,
         ),
     )

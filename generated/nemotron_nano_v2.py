@@ -550,6 +550,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -569,6 +570,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -618,6 +620,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # the free state
         _scan.State(
@@ -667,5 +670,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
     )

@@ -463,6 +463,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -474,6 +475,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=1,
+            any_pump=18,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -523,6 +525,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=37,
         ),
         # the free state
         _scan.State(
@@ -572,5 +575,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=37,
         ),
     )

@@ -357,6 +357,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=16,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -407,6 +408,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=39,
         ),
         # the free state
         _scan.State(
@@ -457,5 +459,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=39,
         ),
     )

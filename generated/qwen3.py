@@ -468,6 +468,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=11,
         ),
         # fields.tool_calls
         _scan.State(
@@ -487,6 +488,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -546,6 +548,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -605,5 +608,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=28,
         ),
     )

@@ -507,6 +507,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=11,
         ),
         # fields.tool_calls
         _scan.State(
@@ -526,6 +527,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -599,6 +601,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -672,5 +675,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
     )

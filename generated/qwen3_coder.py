@@ -499,6 +499,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -554,6 +555,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_31, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=23,
         ),
         # the free state
         _scan.State(
@@ -609,5 +611,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_31, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=23,
         ),
     )

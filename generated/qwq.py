@@ -579,6 +579,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -598,6 +599,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -654,6 +656,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
         # the free state
         _scan.State(
@@ -710,5 +713,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=13,
         ),
     )

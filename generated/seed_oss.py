@@ -606,6 +606,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=13,
         ),
         # fields.tool_calls
         _scan.State(
@@ -625,6 +626,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=28,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -688,6 +690,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
         # the free state
         _scan.State(
@@ -751,5 +754,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=1,
+            any_pump=28,
         ),
     )

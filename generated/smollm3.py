@@ -524,6 +524,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=8,
         ),
         # fields.tool_calls
         _scan.State(
@@ -543,6 +544,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -585,6 +587,7 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
         # the free state
         _scan.State(
@@ -627,5 +630,6 @@ class Parser(_base.ParserBase):
                 ),
             ),
             pump=0,
+            any_pump=11,
         ),
     )

@@ -334,6 +334,7 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(),
             pump=0,
+            any_pump=12,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -368,6 +369,7 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=25,
         ),
         # the free state
         _scan.State(
@@ -402,5 +404,6 @@ class Parser(_base.ParserBase):
             ),
             tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
+            any_pump=25,
         ),
     )

@@ -85,7 +85,7 @@ cdef class ParserBase:
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
     @cython.locals(record=State)
     cpdef _check_tail(self, str buf, Py_ssize_t pos)
-    @cython.locals(pump=Py_ssize_t, n=Py_ssize_t, k=Py_ssize_t)
+    @cython.locals(pump=Py_ssize_t, n=Py_ssize_t, k=Py_ssize_t, record=State)
     cpdef _check_run(self, str held)
     cpdef dict _message(self)
 

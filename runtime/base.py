@@ -735,8 +735,8 @@ class ParserBase:
         """All of ``held`` is held: is it a run of whitespace in a state where that lasts
         (scan.State.ws_hold), a watched delimiter's match still inside its run of one
         character class (see scan.State.runs), or a text that ends in a long run of one
-        whitespace character in a state whose delimiters match alike however long that
-        run grows (scan.State.pump)? Then it lasts while only characters of that class
+        character in a state whose delimiters match alike however long that run grows
+        (scan.State.pump for whitespace, any_pump for other characters)? Then it lasts while only characters of that class
         (that character) follow. (Checked again only once the hold has doubled: linear.)"""
         self._run_check = 2 * len(held)
         if self._ws_hold and only_ws(held):
@@ -762,11 +762,15 @@ class ParserBase:
         if pump >= 0:
             # The scan holds all of ``held``; with a run of ``c`` longer than the state's
             # pump bound at its end, ``held + c...`` matches as ``held`` does (the run one
-            # longer in every way of matching: regexinfo.ws_pump), so the scan would hold
-            # it all again. (The run is walked once per doubling of the hold: linear.)
+            # longer in every way of matching: regexinfo.ws_pump, or regexinfo.any_pump for
+            # a character other than whitespace), so the scan would hold it all again. (The
+            # run is walked once per doubling of the hold: linear.)
             n = len(held)
             c = held[n - 1]
-            if c in REGEX_WS:
+            if c not in REGEX_WS:
+                record: State = self._states[self._state]
+                pump = record.any_pump
+            if pump >= 0:
                 k = n - 1
                 while k > 0 and held[k - 1] == c:
                     k -= 1

@@ -154,9 +154,11 @@ class State:
     matches alike around a run of one whitespace character longer than ``K`` however much
     longer it grows (compiler/regexinfo.py's ws_pump), -1 when not known: a held text that
     ends in such a run (twice ``K`` and more) stays held while only that character follows.
+    ``any_pump``: the same ``K`` for a run of any one character (compiler/regexinfo.py's
+    any_pump: a tool name or id written as a long run of one letter), -1 when not known.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump")
 
     def __init__(
         self,
@@ -169,6 +171,7 @@ class State:
         runs: tuple = (),
         tails: tuple = (),
         pump: int = -1,
+        any_pump: int = -1,
     ):
         self.field = field
         self.scan = scan
@@ -179,9 +182,10 @@ class State:
         self.runs = runs
         self.tails = tails
         self.pump = pump
+        self.any_pump = any_pump
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump"))
+        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump"))
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:

@@ -360,6 +360,14 @@ def test_counting_sees_quadratic_work(counting):
     assert counts[1] < 5 * counts[0]
 
 
+def streamed_message(compiled, case: dict, tools, text: str, size: int) -> dict:
+    """The message of ``text`` streamed in ``size``-character chunks after the case's prefix."""
+    parser = compiled.parser(prefix=case["prefix"], tools=tools)
+    for i in range(0, len(text), size):
+        parser.feed(text[i : i + size])
+    return parser.finalize()[0]
+
+
 def _outcome(run):
     try:
         return run()
@@ -383,16 +391,20 @@ def test_held_runs_parse_as_whole(name):
         for c in (" ", "\n"):
             text = out[:at] + c * 400 + out[at:]
             whole = _outcome(lambda: compiled.Parser.parse_whole(case["prefix"], text, tools))
-
-            def streamed(size):
-                parser = compiled.parser(prefix=case["prefix"], tools=tools)
-                for i in range(0, len(text), size):
-                    parser.feed(text[i : i + size])
-                return parser.finalize()[0]
-
             for size in (8, 5):
-                got = _outcome(lambda: streamed(size))
+                got = _outcome(lambda: streamed_message(compiled, case, tools, text, size))
                 assert got == whole, f"{name}: 400 x {c!r} at {at} ({out[max(0, at - 12) : at]!r} | {out[at : at + 12]!r}), {size}-character chunks"
+
+
+def delimiter_sources(template: dict) -> list[str]:
+    """The pattern of each delimiter of the template (a literal one's escaped), sorted."""
+    sources = set()
+    for field in template["fields"].values():
+        for key in ("open", "close", "open_pattern", "close_pattern"):
+            if key in field:
+                value = field[key]
+                sources.add(value if key.endswith("pattern") else "|".join(regex.escape(v) for v in ([value] if isinstance(value, str) else value)))
+    return sorted(sources)
 
 
 def _mapped(m, at: int, n: int):
@@ -421,12 +433,7 @@ def test_pumped_runs_match_alike(name):
     tools = data.get("tools")
     out = case["output"]
     at_all = _boundaries(compiled, case, tools)
-    sources = set()
-    for field in compiled.template["fields"].values():
-        for key in ("open", "close", "open_pattern", "close_pattern"):
-            if key in field:
-                value = field[key]
-                sources.add(value if key.endswith("pattern") else "|".join(regex.escape(v) for v in ([value] if isinstance(value, str) else value)))
+    sources = delimiter_sources(compiled.template)
     for source in sorted(sources):
         k = ws_pump(source)
         if k is None:

@@ -38,6 +38,9 @@ CASES = [
     ("qwen3-coder", "Hi <tool_call>\n", " \n\t", ["<function=f>\n</function>\n</tool_call>", "text", ""]),
     ("gpt-oss", "<|channel|>commentary to=functions.get_weather <|constrain|>json", " \n", ['<|message|>{"a": 1}<|call|>', "x<|message|>{}<|call|>", ""]),
     ("gpt-oss", "<|channel|>analysis<|message|>hm<|end|><|start|>assistant to=functions.f", "abc", ["<|channel|>commentary json<|message|>{}<|call|>", " x", ""]),
+    # the name in the channel-first header, followed by an optional constraint (regexinfo.run_splits:
+    # a REST that cannot match without a character out of the run, <|message|>'s <)
+    ("gpt-oss", "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.", "get_w1.", [" <|constrain|>json<|message|>{}<|call|>", "<|message|>{}<|call|>", "json<|message|>{}<|call|>", " x", "<x", ""]),
     ("qwen3", "Hello", " \t\n", ["<|im_end|>", "more text", ""]),
     ("deepseek-v3.2", 'x<｜DSML｜function_calls>\n<｜DSML｜invoke name="', "get_w", ['">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>', '"', ""]),
     ("minimax-m2", '<minimax:tool_call>\n<invoke name="', "abc_", ['">\n</invoke>\n</minimax:tool_call>', "\n", ""]),
@@ -147,7 +150,7 @@ def test_random_run_delimiters_match_the_reference():
 #: that matches it); the run is in one of them, the others start with a character of their own
 _OWN = [("<f=", "<f="), ("to=f\\.", "to=f."), ("<a>x", "<a>x")]
 _OTHERS = ["<c>", "y", "<b>k", "t"]
-_AFTER = ["\\s*<m>", "<m>", ">", "(?:y|z)", "\\s*<\\|x\\|>", "\\s*(?:<m>|<n>)x"]
+_AFTER = ["\\s*<m>", "<m>", ">", "(?:y|z)", "\\s*<\\|x\\|>", "\\s*(?:<m>|<n>)x", "(?: ?(?:<c>)?[\\w-]+)?\\s*<m>", "(?:x|<n>)+"]
 
 
 def test_random_runs_in_an_alternative_match_the_reference():

@@ -669,6 +669,12 @@ def test_run_splits_through_a_leading_group():
     )
     # the name written after to=functions. (the recipient first), held by that alternative alone
     assert (r"\s*to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
+    # ... and after <|channel|>commentary to=functions. (the channel first): what follows the name,
+    # an optional constraint then <|message|>, cannot match without a character out of the run
+    assert (r"\s*<\|channel\|>(?:commentary|analysis) to=functions\.", r"[^<\s]", "", "") in run_splits(gpt_oss)
+    # a REST that may match within the run's characters alone is no split
+    assert run_splits(r"(?:<a>[a-z]+|<b>)(?:<m>|<n>)+") == [("<a>", "[a-z]", "", "")]
+    assert run_splits(r"(?:<a>[a-z]+|<b>)(?:x|<n>)+") == [] and run_splits(r"(?:<a>[a-z]+|<b>)(?:<n>)?") == []
     # alternatives whose prefixes are apart name one (a lookahead alternative by its body's)
     assert run_splits(r"(?:<a=[^<]+|<b)<") == [("<a=", "[^<]", "<", "")]
     assert run_splits(r"\s*(?:<\|e\|>\s*|(?=<\|m\|>))") == [(r"\s*<\|e\|>", r"\s", "", "")]
@@ -689,3 +695,59 @@ def test_lead_sees_through_a_leading_optional_group():
     assert both is not None and set(both.prefixes) == {"a", "b", "c", "d"}
     assert lead(r"(?:ab)?") is None  # a branch that may match nothing has no lead
     assert lead(r"(?:ab)??c") is None  # a lazy optional group stays general
+
+
+_PUMP_ATOMS = ["a", "b", "<", "x", "[a-z]", "[^<]", "\\w", ".", "[ab]", "(?=a)", "(?!b)", "(?<=a)", "(?<!<)", "\\b"]
+
+
+def _pump_piece(rng) -> str:
+    atom = rng.choice(_PUMP_ATOMS)
+    roll = rng.random()
+    if roll < 0.3 and not atom.startswith("(?") and atom != "\\b":
+        return atom + rng.choice(["+", "*", "*?", "+?", "{2,}"])
+    if roll < 0.45:
+        return "(?:" + _pump_piece(rng) + rng.choice(["", "|" + _pump_piece(rng)]) + ")" + rng.choice(["", "?", "{2}"])
+    if roll < 0.5:
+        return "(?:" + atom + "b)" + rng.choice(["+", "*"])  # a repeated group of two: not known
+    return atom
+
+
+def test_any_pump_runs_match_alike():
+    """Random patterns with a bound (regexinfo.any_pump): a run of one character ``2K + 9``
+    long and one longer, between random texts, matches and searches alike from every start
+    up to the run, partially or not (positions after the run counted from its end)."""
+    import random
+
+    import regex
+
+    from respc.compiler.regexinfo import any_pump
+
+    rng = random.Random("any-pump")
+    checked = 0
+    for case in range(400):
+        pattern = "".join(_pump_piece(rng) for _ in range(rng.randint(1, 5)))
+        k = any_pump(pattern)
+        if k is None:
+            continue
+        rx = regex.compile(pattern, regex.DOTALL)
+        before = "".join(rng.choice("ab<x ") for _ in range(rng.randint(0, 4)))
+        after = "".join(rng.choice("ab<x ") for _ in range(rng.randint(0, 4)))
+        c = rng.choice("abx< ")
+        n = 2 * k + 9
+        at = len(before)
+        texts = [before + c * size + after for size in (n, n + 1)]
+
+        def place(m, size):
+            if m is None:
+                return None
+            # (a place in the run's first half counted from its start, in its second from its end)
+            spot = lambda q: ("before", q) if q <= at + n // 2 else ("after", q - at - size)  # noqa: E731
+            return bool(m.partial), spot(m.start()), spot(m.end())
+
+        for start in range(at + 2):
+            for partial in (False, True):
+                for how in ("match", "search"):
+                    got = [place(getattr(rx, how)(t, start, partial=partial), size) for t, size in zip(texts, (n, n + 1))]
+                    assert got[0] == got[1], (case, pattern, k, texts[0], start, how, partial, got)
+        checked += 1
+    assert checked > 100, checked
