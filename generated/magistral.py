@@ -63,6 +63,9 @@ _RE_ANCHOR_4 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL) 
 _RE_TOOL_CALLS_CLOSE_2_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_2_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -99,10 +102,10 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -232,7 +235,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_CLOSE_2_WS, _RE_TOOL_CALLS_CLOSE_2_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -485,7 +490,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_18, (_RE_TAIL_19,)),),
+            tails=((_RE_TAIL_19, (_RE_TAIL_20,)),),
             pump=0,
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
@@ -521,7 +526,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_19,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -563,7 +568,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_19,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

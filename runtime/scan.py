@@ -40,6 +40,8 @@ __all__ = [
     "prefix_partial",
     "quiet_cut",
     "quiet_table",
+    "search_partial",
+    "LONG_PARTIAL",
     "still_pending",
     "tail_in",
     "ws_run_end",
@@ -108,6 +110,32 @@ def timed(parser: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
     parser._left = left - (perf_counter() - start)
     return found
 
+#: A partial search of a text longer than this many characters (from where it starts) goes
+#: in two steps (see :func:`search_partial`); a shorter one is the regex module's own.
+LONG_PARTIAL = 1024
+
+
+def search_partial(rx: Any, anywhere: Any, buf: str, pos: int, timeout: float | None = None) -> Any:
+    """``rx.search(buf, pos, partial=True)``, in time linear in ``buf[pos:]``.
+
+    The regex module's partial search is a search for a complete match, then, when there is
+    none, a search for the leftmost partial one (a match cut by the end of the text). In that
+    second search a pattern the module tries at every start (compiler/regexinfo.skips_ahead
+    is false) looks for its required literal again from each start to the end of the text
+    (only a complete occurrence is kept): quadratic in the text searched (a long whitespace
+    run that a character just ended, a long chunk of prose). So over a long text the first
+    step is the plain search, and the second is ``anywhere``'s partial search: ``rx``'s
+    pattern with an alternative that never matches (``|(?!)``), which has the same matches,
+    whole and partial, and no required literal. The result is exactly what ``rx``'s partial
+    search gives (tests/test_scan_partial.py)."""
+    if len(buf) - pos <= LONG_PARTIAL:
+        return rx.search(buf, pos, partial=True, timeout=timeout)
+    match = rx.search(buf, pos, timeout=timeout)
+    if match is None:
+        match = anywhere.search(buf, pos, partial=True, timeout=timeout)
+    return match
+
+
 class Field:
     """One template field.
 
@@ -154,9 +182,13 @@ class State:
     matches alike around a run of one whitespace character longer than ``K`` however much
     longer it grows (compiler/regexinfo.py's ws_pump), -1 when not known: a held text that
     ends in such a run (twice ``K`` and more) stays held while only that character follows.
+    ``reach``: in a parser whose context is unbounded (CONTEXT < 0), ``(k, ws)`` when every
+    watched delimiter looks back a bounded way (compiler/regexinfo.reach): the scan reads
+    the context's last ``k`` characters, or (``ws``) its shortest end with ``k`` characters
+    other than whitespace and the whitespace run before them; None: all of it.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "reach")
 
     def __init__(
         self,
@@ -169,6 +201,7 @@ class State:
         runs: tuple = (),
         tails: tuple = (),
         pump: int = -1,
+        reach: tuple | None = None,
     ):
         self.field = field
         self.scan = scan
@@ -179,9 +212,12 @@ class State:
         self.runs = runs
         self.tails = tails
         self.pump = pump
+        self.reach = reach
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump"))
+        return _record_repr(
+            self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "reach")
+        )
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:
