@@ -110,8 +110,9 @@ def timed(parser: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
     parser._left = left - (perf_counter() - start)
     return found
 
-#: A partial search of a text longer than this many characters (from where it starts) goes
-#: in two steps (see :func:`search_partial`); a shorter one is the regex module's own.
+#: A partial search of a text longer than this many characters (from where it starts) is
+#: made with the pattern's ``_ANY`` companion (see :func:`search_partial`); a shorter one
+#: with the pattern itself, whose required literal makes it quicker there.
 LONG_PARTIAL = 1024
 
 
@@ -122,18 +123,14 @@ def search_partial(rx: Any, anywhere: Any, buf: str, pos: int, timeout: float | 
     none, a search for the leftmost partial one (a match cut by the end of the text). In that
     second search a pattern the module tries at every start (compiler/regexinfo.skips_ahead
     is false) looks for its required literal again from each start to the end of the text
-    (only a complete occurrence is kept): quadratic in the text searched (a long whitespace
-    run that a character just ended, a long chunk of prose). So over a long text the first
-    step is the plain search, and the second is ``anywhere``'s partial search: ``rx``'s
-    pattern with an alternative that never matches (``|(?!)``), which has the same matches,
-    whole and partial, and no required literal. The result is exactly what ``rx``'s partial
-    search gives (tests/test_scan_partial.py)."""
+    (it keeps only a complete occurrence): quadratic in the text searched (a long whitespace
+    run that a character just ended, a long chunk of prose). So a long text is searched
+    with ``anywhere``: ``rx``'s pattern with an alternative that never matches (``|(?!)``),
+    which has the same matches, whole and partial, and no required literal. The result is
+    what ``rx``'s partial search gives (tests/test_scan_partial.py)."""
     if len(buf) - pos <= LONG_PARTIAL:
         return rx.search(buf, pos, partial=True, timeout=timeout)
-    match = rx.search(buf, pos, timeout=timeout)
-    if match is None:
-        match = anywhere.search(buf, pos, partial=True, timeout=timeout)
-    return match
+    return anywhere.search(buf, pos, partial=True, timeout=timeout)
 
 
 class Field:

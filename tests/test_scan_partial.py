@@ -13,26 +13,18 @@ the regex module's partial search gives.
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 
 import respc
 from respc.compiler.regexinfo import skips_ahead
 from respc.runtime import scan as _scan
+from test_linear_work import FAMILIES, _first_tool_case, _pure  # (the same samples and families)
 
-SAMPLES = sorted((Path(__file__).resolve().parent.parent / "templates" / "samples").glob("*.json"))
-FAMILIES = [path.stem for path in SAMPLES]
 RUN = 2 * _scan.LONG_PARTIAL  # spaces at a boundary: a released hold rescans them in one search
 CASES = 120  # random texts per pattern
 ANYWHERE = "|(?!)"  # what an _ANY pattern adds to its pattern (see scan.search_partial)
-
-
-def _pure() -> None:
-    if respc.RUNTIME_INFO.startswith("compiled"):
-        pytest.skip("watches the pure runtime's calls (a compiled module calls its patterns directly)")
 
 
 def _module(name: str):
@@ -56,14 +48,6 @@ class Watched:
         if kw.get("partial") and self._quadratic and len(buf) - pos > _scan.LONG_PARTIAL:
             self._seen.append((self._name, len(buf) - pos))
         return self._rx.search(buf, pos, len(buf) if endpos is None else endpos, **kw)
-
-
-def _first_tool_case(name: str) -> tuple[dict, dict]:
-    data = json.loads((Path(__file__).resolve().parent.parent / "templates" / "samples" / f"{name}.json").read_text())
-    for case in data["cases"]:
-        if "tool_calls" in case.get("expected", {}):
-            return data, case
-    return data, data["cases"][0]
 
 
 def _boundaries(compiled, case: dict, tools) -> list[int]:
