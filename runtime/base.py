@@ -438,7 +438,7 @@ class ParserBase:
         else:
             reach = self._states[self._state].reach
             if reach is not None:
-                ctx = _context_tail(self._ctx, self._ctx_more, reach)
+                ctx = _context_tail(self._ctx, self._ctx_more, reach) if reach[0] or reach[1] else ""
             else:
                 ctx = self._whole_context()
         buf = ctx + text if ctx else text
@@ -705,7 +705,7 @@ class ParserBase:
 
     def _keep_context(self, text: str) -> None:
         """Consumed ``text`` joins the look-behind context (its last CONTEXT characters). An
-        unbounded context (CONTEXT < 0) keeps the pieces (few: see _add_piece), and a scan
+        unbounded context (CONTEXT < 0) keeps the pieces (merged: see _merge_pieces), and a scan
         reads the tail of them its state looks back on (scan.State.reach), or, when that
         is not bounded, all of them joined (_commit): a chunk costs its own length, not the
         context's, wherever the state's delimiters look back a bounded way."""
@@ -839,14 +839,23 @@ class ParserBase:
 
 
 def _add_piece(pieces: list, text: str) -> None:
-    """Append ``text`` to the unbounded context's pieces, merging the last ones while the one
-    before is no longer than the last: their lengths fall from the first to the last, so
-    they are few (a logarithm of the context's length) and each character is copied a
-    logarithmic number of times."""
+    """Append ``text`` to the unbounded context's pieces; past _MERGE_PARTS of them, they
+    are merged (see _merge_pieces)."""
     pieces.append(text)
-    while len(pieces) > 1 and len(pieces[-2]) <= len(pieces[-1]):
-        last = pieces.pop()
-        pieces[-1] += last
+    if len(pieces) > _MERGE_PARTS:
+        _merge_pieces(pieces)
+
+
+def _merge_pieces(pieces: list) -> None:
+    """Merge each piece into the one after it while it is no longer: their lengths then fall
+    from the first to the last, so they are few, and a character is copied a logarithmic
+    number of times (each merge puts it in a piece at least twice as long)."""
+    merged: list[str] = []
+    for piece in pieces:
+        while merged and len(merged[-1]) <= len(piece):
+            piece = merged.pop() + piece
+        merged.append(piece)
+    pieces[:] = merged
 
 
 #: the reverse searches that find a tail with k characters other than whitespace, by k

@@ -113,7 +113,7 @@ def timed(parser: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
 #: A partial search of a text longer than this many characters (from where it starts) is
 #: made with the pattern's ``_ANY`` companion (see :func:`search_partial`); a shorter one
 #: with the pattern itself, whose required literal makes it quicker there.
-LONG_PARTIAL = 1024
+LONG_PARTIAL = 2048
 
 
 def search_partial(rx: Any, anywhere: Any, buf: str, pos: int, timeout: float | None = None) -> Any:

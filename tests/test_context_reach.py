@@ -90,9 +90,10 @@ def test_a_search_from_the_context_end_finds_the_same_match_in_the_tail():
 
 
 def test_pieces_stay_few():
-    """The context's pieces merge as they come: a logarithm of the context's length."""
+    """The context's pieces merge as they come: past _MERGE_PARTS of them, to a logarithm
+    of the context's length."""
     pieces: list[str] = []
     for _ in range(100_000):
         _base._add_piece(pieces, "abcd")
+        assert len(pieces) <= _base._MERGE_PARTS + 20
     assert "".join(pieces) == "abcd" * 100_000
-    assert len(pieces) <= 20
