@@ -20,7 +20,7 @@ import pytest
 import respc
 from respc.compiler.regexinfo import skips_ahead
 from respc.runtime import scan as _scan
-from test_linear_work import FAMILIES, _first_tool_case, _pure  # (the same samples and families)
+from test_linear_work import FAMILIES, Work, _first_tool_case, _pure, _stream_work  # (the same samples)
 
 RUN = 2 * _scan.LONG_PARTIAL  # spaces at a boundary: a released hold rescans them in one search
 CASES = 120  # random texts per pattern
@@ -64,16 +64,6 @@ def _boundaries(compiled, case: dict, tools) -> list[int]:
     return sorted(found)
 
 
-def _feed(compiled, case: dict, tools, text: str, size: int) -> None:
-    parser = compiled.parser(prefix=case["prefix"], tools=tools, on_malformed="event", regex_timeout=None)
-    try:
-        for i in range(0, len(text), size):
-            parser.feed(text[i : i + size])
-        parser.finalize()
-    except (ValueError, TypeError):
-        pass
-
-
 @pytest.mark.parametrize("name", FAMILIES)
 def test_no_partial_search_reads_a_long_text_from_every_start(monkeypatch, name):
     """A run of spaces at every delimiter boundary of the family's first tool sample, streamed
@@ -92,7 +82,7 @@ def test_no_partial_search_reads_a_long_text_from_every_start(monkeypatch, name)
     for at in _boundaries(compiled, case, tools):
         text = out[:at] + " " * RUN + out[at:]
         for size in (64, len(text)):
-            _feed(compiled, case, tools, text, size)
+            _stream_work(compiled, Work(), case, tools, text, size)
             assert not seen, (
                 f"{name}: a partial search of {seen[0][0]} over {seen[0][1]} characters (quadratic in the regex "
                 f"module), {RUN} spaces at {at} ({out[max(0, at - 12) : at]!r} | {out[at : at + 12]!r}), "
