@@ -147,6 +147,61 @@ def stream_ref(ref_template, chunks, prefix="", tools=None):
     return run
 
 
+#: --ref-cap: the most seconds one reference case may take in the tail and linear sections
+#: (the reference is quadratic on their longer inputs); a case cut there shows as "> N s"
+REF_CAP = 60.0
+
+
+class _Cut(Exception):
+    """A reference case ran past REF_CAP."""
+
+
+def capped(run, cap: float | None = None):
+    """``(seconds, result)`` of ``run()``, or ``(None, None)`` when it ran past ``cap`` seconds
+    (REF_CAP by default): a timer signal interrupts it (the reference is Python; the regex
+    module checks for signals while it matches)."""
+    import signal
+
+    cap = REF_CAP if cap is None else cap
+
+    def cut(signum, frame):
+        raise _Cut
+
+    previous = signal.signal(signal.SIGALRM, cut)
+    signal.setitimer(signal.ITIMER_REAL, cap)
+    start = perf()
+    try:
+        result = run()
+        return perf() - start, result
+    except _Cut:
+        return None, None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def shown_s(seconds: float | None, digits: int = 3) -> str:
+    """Seconds, or "> N s" for a case cut at REF_CAP."""
+    return f"> {REF_CAP:g} s" if seconds is None else f"{seconds:.{digits}f}"
+
+
+class Rows:
+    """A table printed row by row as each is measured (a long section shows its progress);
+    ``done()`` returns it again, aligned."""
+
+    def __init__(self, title: str, headers: list[str]):
+        self.title, self.headers, self.rows = title, headers, []
+        print(f"### {title}\n\n| " + " | ".join(headers) + " |\n|" + "|".join("---" for _ in headers) + "|", flush=True)
+
+    def add(self, row: list[str]) -> None:
+        row = [cell.replace("|", "\\|") for cell in row]  # (a label's <|im_end|> would end its cell)
+        self.rows.append(row)
+        print("| " + " | ".join(row) + " |", flush=True)
+
+    def done(self) -> str:
+        return f"(aligned)\n\n### {self.title}\n\n" + table(self.headers, self.rows)
+
+
 def stream_floor(chunks):
     def run():
         parser = FloorParser()
@@ -308,37 +363,45 @@ TAILS = [
 def bench_long_holds(sizes: list[int], ref_sizes: list[int], holds: list = LONG_HOLDS, title: str = "") -> str:
     """Each long hold at growing sizes: respc's cost per chunk stays flat (linear in all);
     the reference rescans the held text at every chunk (quadratic: its cost per chunk grows
-    with the size, so it runs at the small sizes only; the speed-up where both ran)."""
-    rows = []
+    with the size, so it runs at the small sizes only, each case cut at REF_CAP seconds; the
+    speed-up where both ran). Rows print as they are measured; the growth columns give the
+    time of each size over the one before (for 10x the size: ~10x linear, ~100x quadratic)."""
+    headers = ["held text", "size", "chunks", "respc s", "respc us/chunk", "respc growth"]
+    if RefParser is not None:
+        headers += ["reference s", "reference us/chunk", "reference growth", "speed-up"]
+    rows = Rows(title or "Long holds, 4-character chunks: linear (flat cost per chunk) at any length", headers)
     for label, name, head, unit in holds:
         template = load_template_file(ROOT / "templates" / f"{name}.json")
         compiled = respc.compile_template(template)
         ref_template = load_response_template(template) if RefParser is not None else None
+        before = ref_before = None
         for size in sorted(set(sizes) | (set(ref_sizes) if ref_template is not None else set())):
             chunks = chunks_of(head + unit * size)
-            row = [label, f"{size / 1000:,.0f} KB", str(len(chunks))]
-            mine = None
-            if size in sizes or size in ref_sizes:
-                mine = interleaved({"respc": stream_respc(compiled, chunks)}, 3)["respc"]
-                row += [f"{mine:.3f}", fmt_us(mine / len(chunks))]
-            else:
-                row += ["-", "-"]
+            row = [label, f"{size:,}", str(len(chunks))]
+            mine = interleaved({"respc": stream_respc(compiled, chunks)}, 3)["respc"]
+            row += [f"{mine:.3f}", fmt_us(mine / len(chunks)), _growth(mine, size, before)]
+            before = (mine, size)
             if ref_template is not None:
-                if size in ref_sizes:
-                    start = perf()
-                    expected = stream_ref(ref_template, chunks)()
-                    elapsed = perf() - start
-                    assert stream_respc(compiled, chunks)() == expected, (label, size)
-                    row += [f"{elapsed:.3f}", fmt_us(elapsed / len(chunks)), f"{elapsed / mine:.0f}x"]
+                elapsed = None
+                if size in ref_sizes and (ref_before is None or ref_before[0] is not None):
+                    elapsed, expected = capped(stream_ref(ref_template, chunks))
+                    if elapsed is not None:
+                        assert stream_respc(compiled, chunks)() == expected, (label, size)
+                    grown = _growth(elapsed, size, ref_before) if elapsed else "-"
+                    row += [shown_s(elapsed), fmt_us(elapsed / len(chunks)) if elapsed else "-", grown,
+                            f"{elapsed / mine:.0f}x" if elapsed else f"> {REF_CAP / mine:.0f}x"]
+                    ref_before = (elapsed, size)
                 else:
-                    row += ["-", "-", "-"]
-            rows.append(row)
-    headers = ["held text", "size", "chunks", "respc s", "respc us/chunk"]
-    if RefParser is not None:
-        headers += ["reference s", "reference us/chunk", "speed-up"]
-    title = title or "Long holds, 4-character chunks: linear (flat cost per chunk) at any length"
-    return f"### {title}\n\n" + table(headers, rows)
+                    row += ["-", "-", "-", "-"]
+            rows.add(row)
+    return rows.done()
 
+
+def _growth(seconds: float, size: int, before: tuple | None) -> str:
+    """Time over the time at the size before, for how many times the size ("-": the first)."""
+    if before is None or not before[0]:
+        return "-"
+    return f"{seconds / before[0]:.1f}x for {size / before[1]:g}x"
 
 
 def _first_tool_sample(name: str) -> tuple[dict, dict]:
@@ -376,8 +439,13 @@ def bench_linear(families: list[str], run: int, calls: int, ref: bool, repeats: 
     worst boundary shown) and its tool calls repeated, at sizes n and 4n, whole and streamed
     (4-character chunks): the growth ratio of 4x the input is about 4 when linear, 16 when
     quadratic (medians of ``repeats`` runs; the boundaries are ranked by one run each).
-    The reference (whole, at the smaller sizes) beside it."""
-    rows = []
+    The reference whole beside it at both sizes (one run each, cut at REF_CAP seconds), with
+    its growth. Rows print as they are measured."""
+    headers = ["family", "input (n / 4n)", "whole ms", "growth", "streamed ms", "growth"]
+    if ref:
+        headers += ["reference whole ms", "reference growth"]
+    rows = Rows("Linear work: whitespace runs at delimiter boundaries, many tool calls "
+                "(growth of 4x the input: ~4x linear, ~16x quadratic)", headers)
     for name in families:
         compiled = respc.load(name)
         data, case = _first_tool_sample(name)
@@ -409,21 +477,33 @@ def bench_linear(families: list[str], run: int, calls: int, ref: bool, repeats: 
             a, b = max(calls_at[0][0], 0), calls_at[-1][1]
             call_texts = [out[:a] + out[a:b] * k + out[b:] for k in (calls, 4 * calls)]
             call_whole, call_stream = measure(call_texts, repeats)
-        for label, (whole, stream), text in (
-            (f"{run:,}/{4 * run:,} spaces at {worst[0]}", (worst[1], worst[2]), worst[3][0]),
-            *([(f"{calls}/{4 * calls} calls", (call_whole, call_stream), call_texts[0])] if calls_at else []),
+        for label, (whole, stream), texts in (
+            (f"{run:,}/{4 * run:,} spaces at {worst[0]}", (worst[1], worst[2]), worst[3]),
+            *([(f"{calls}/{4 * calls} calls", (call_whole, call_stream), call_texts)] if calls_at else []),
         ):
             row = [name, label]
             for pair in (whole, stream):
                 row += [f"{pair[0] * 1000:.1f} / {pair[1] * 1000:.1f}", f"{pair[1] / max(pair[0], 1e-9):.1f}x"]
             if ref_template:
-                row.append(f"{_timed(lambda: ref_parse(text, compiled.template, prefix=prefix, tools=tools), repeats) * 1000:.1f}")
-            rows.append(row)
-    headers = ["family", "input (n / 4n)", "whole ms", "growth", "streamed ms", "growth"]
-    if ref:
-        headers.append("reference whole ms (n)")
-    return ("### Linear work: whitespace runs at delimiter boundaries, many tool calls "
-            "(growth of 4x the input: ~4x linear, ~16x quadratic)\n\n" + table(headers, rows))
+                ref_times = []
+                for text in texts:
+                    if ref_times and ref_times[-1] is None:
+                        ref_times.append(None)  # (the smaller one was cut already)
+                        continue
+                    ref_times.append(capped(lambda t=text: _ref_outcome(t, compiled.template, prefix, tools))[0])
+                shown = [f"> {REF_CAP * 1000:,.0f}" if t is None else f"{t * 1000:.1f}" for t in ref_times]
+                row += [" / ".join(shown), f"{ref_times[1] / max(ref_times[0], 1e-9):.1f}x" if None not in ref_times else "-"]
+            rows.add(row)
+    return rows.done()
+
+
+def _ref_outcome(text: str, template: dict, prefix: str, tools) -> object:
+    """The reference's whole parse (an error it raises is its outcome, as respc's are)."""
+    try:
+        return ref_parse(text, template, prefix=prefix, tools=tools)
+    except (ValueError, TypeError) as error:
+        return type(error).__name__
+
 
 def bench_serving(workloads: list[dict], repeats: int) -> str:
     """The serving extensions' cost: streaming with spans=True and on_malformed="event",
@@ -608,14 +688,23 @@ def main() -> int:
         "1,000,000 with --quick), also run at a tenth and a hundredth of it"
     )
     parser.add_argument(
-        "--families", help="linear: only these bundled families (comma-separated; default all)"
+        "--ref-cap", type=float, default=60.0,
+        help="tail, linear: the most seconds one reference case may take (default 60); a case cut there "
+        "shows as '> N s'",
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="time with the process's CPU time, not wall time: on a loaded machine a "
+        "short sample's wall time is mostly the wait for a core (the reference's cap stays wall time)",
     )
     parser.add_argument(
         "--cold", action="store_true", help="force a full garbage collection (cold CPU caches) before every sample"
     )
     args = parser.parse_args()
-    global COLD
+    global COLD, REF_CAP, perf
     COLD = args.cold
+    REF_CAP = args.ref_cap
+    if args.cpu:
+        perf = time.process_time
     repeats = 5 if args.quick else 15
     workloads = [load_workload(name) for name in WORKLOADS]
     if args.tail_size:
@@ -626,7 +715,8 @@ def main() -> int:
     print(f"respc {respc.__version__} ({runtime}); "
           f"reference: {'transformers ' + transformers_version if RefParser else 'not installed'}; "
           f"Python {sys.version.split()[0]}; medians of {repeats} interleaved runs (ratios: of the runs' ratios)"
-          f"{' (cold: full garbage collection before every sample)' if COLD else ''}\n")
+          f"{' (cold: full garbage collection before every sample)' if COLD else ''}"
+          f"{'; CPU time' if args.cpu else ''}\n")
     sections = {
         # a round of a workload takes milliseconds: three times the rounds, for steadier ratios
         "streaming": lambda: bench_streaming(workloads, repeats * 3),

@@ -28,6 +28,7 @@ from .regexinfo import (
     may_backtrack,
     regex_only,
     run_splits,
+    skips_ahead,
     tail_splits,
     word_key_head,
     ws_guarded,
@@ -253,11 +254,17 @@ def _call(name: str, callee: str, args: str) -> str:
     return f"_scan.timed(self, {callee}, {args})" if name.endswith(BOUNDED) else f"{callee}({args})"
 
 
-def _rx(name: str, method: str, args: str) -> str:
+def _rx(name: str, method: str, args: str, anywhere: str | None = None) -> str:
     """A call of a compiled regex's ``match``/``search``: partial while streaming, plain at end
-    of stream (the ``partial=`` keyword costs the regex module ~0.5 µs a call)."""
+    of stream (the ``partial=`` keyword costs the regex module ~0.5 µs a call). A partial
+    search with an ``anywhere`` variant (the pattern without a required literal) goes through
+    ``_scan.search_partial``, linear over a long text."""
     callee = f"{name}.{method}"
-    return f"{_call(name, callee, args)} if eos else {_call(name, callee, args + ', partial=True')}"
+    if anywhere is not None:
+        streamed = _call(name, "_scan.search_partial", f"{name}, {anywhere}, {args}")
+    else:
+        streamed = _call(name, callee, args + ", partial=True")
+    return f"{_call(name, callee, args)} if eos else {streamed}"
 
 
 #: characters common in model output: a literal that starts with none of these (``<`` of
@@ -448,7 +455,8 @@ class _ScanWriter(Writer):
             # Progress rule (see docs/parity.md): no zero-width open again where a
             # region just opened and closed without consuming input.
             with self.block("if m is not None and m.end() == m.start() == self._ban - self._off:"):
-                self.line(f"m = ({_rx(searched, 'search', 'buf, m.start() + 1')}) if m.start() < n else None")
+                again = _rx(searched, "search", "buf, m.start() + 1", self.regex_names.get(("anywhere", searched)))
+                self.line(f"m = ({again}) if m.start() < n else None")
         with self.block("if m is not None:"):
             self.line("s, e = m.span()")
             if d.leans:
@@ -475,7 +483,7 @@ class _ScanWriter(Writer):
     def _search(self, name: str, info: Any, path: str) -> None:
         """``m`` = the regex's leftmost match (whole or partial) from ``pos``, or None."""
         if info is None:
-            self.line(f"m = {_rx(name, 'search', 'buf, pos')}")
+            self.line(f"m = {_rx(name, 'search', 'buf, pos', self.regex_names.get(('anywhere', name)))}")
         else:
             self._candidates(name, info, path)
 
@@ -504,7 +512,7 @@ class _ScanWriter(Writer):
         self.line(f"f = self._memo[{slot}]")
         known = "f is not None and f[0] <= a <= f[1]" if streamed else "eos and f is not None and f[2] and f[0] <= a <= f[1]"
         self.line(f"k = f[1] - self._off if {known} else pos")
-        self.line(f"m = {_rx(name, 'search', 'buf, k')}")
+        self.line(f"m = {_rx(name, 'search', 'buf, k', self.regex_names.get(('anywhere', name)))}")
         self.line(f"self._memo[{slot}] = (a, (m.start() if m is not None else n) + self._off, eos)")
 
     def _memo_check(self, d: Delimiter) -> None:
@@ -994,7 +1002,10 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
             regex_names[pattern] = name
             note = " (may backtrack without bound: matched under the time bound)" if bounded else ""
             regexes.append({"name": name, "pattern": pattern, "path": comment_text(path) + note})
-            guarded_source = ws_guarded(pattern) if searched and lead(pattern) is None else None
+            if not searched or lead(pattern) is not None:
+                return
+            searched_name, searched_source = name, pattern
+            guarded_source = ws_guarded(pattern)
             if guarded_source is not None:
                 # searched (no lead): behind the guards, not tried inside whitespace runs
                 guarded = name[: -len(BOUNDED)] + "_WS" + BOUNDED if bounded else name + "_WS"
@@ -1004,6 +1015,19 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                         "name": guarded,
                         "pattern": guarded_source,
                         "path": comment_text(path) + " (searched: not tried inside a whitespace run, see regexinfo.ws_guard)",
+                    }
+                )
+                searched_name, searched_source = guarded, guarded_source
+            if not skips_ahead(searched_source):
+                # partial searches of long texts: the same matches without a required literal
+                # (see runtime/scan.search_partial)
+                anywhere = searched_name[: -len(BOUNDED)] + "_ANY" + BOUNDED if bounded else searched_name + "_ANY"
+                regex_names[("anywhere", searched_name)] = anywhere
+                guards.append(
+                    {
+                        "name": anywhere,
+                        "pattern": searched_source + "|(?!)",
+                        "path": comment_text(path) + " (partial searches of long texts, see scan.search_partial)",
                     }
                 )
 
@@ -1074,6 +1098,8 @@ def render_module(ir: TemplateIR, template: dict, template_hash: str, version: s
                 "tails": tails_of[st.index],
                 "pump": st.ws_pump,
                 "any_pump": st.any_pump,
+                # (only an unbounded context is cut per state: a bounded one is already short)
+                "reach": literal(st.reach) if ir.context < 0 and st.reach is not None else None,
             }
         )
     finishers = [_finisher(f, ident) for f, ident in zip(ir.fields, idents)]

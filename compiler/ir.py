@@ -23,6 +23,7 @@ from .regexinfo import (
     lead,
     leans_on_end,
     lookback,
+    reach,
     regex_only,
     shortest_prefixes,
     ws_lasting,
@@ -128,6 +129,21 @@ class State:
             return None
         firsts = sorted({c for info in leads for c in info.firsts})
         return tuple(firsts), any(info.ws for info in leads)
+
+    @property
+    def reach(self) -> tuple[int, bool] | None:
+        """How much consumed text this state's scan may look back on (regexinfo.reach of
+        every watched delimiter, a literal none): ``(k, ws)``, or None for all of it."""
+        k, ws = 0, False
+        for w in self.watches:
+            pattern = w.delim.pattern
+            if pattern is None:
+                continue
+            found = None if regex_only(pattern) else reach(pattern)
+            if found is None:
+                return None
+            k, ws = max(k, found[0]), ws or found[1]
+        return k, ws
 
     @property
     def ws_lasting(self) -> bool:

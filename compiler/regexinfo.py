@@ -33,8 +33,10 @@ __all__ = [
     "lookback",
     "may_backtrack",
     "run_splits",
+    "skips_ahead",
     "tail_split",
     "tail_splits",
+    "reach",
     "regex_only",
     "word_key_head",
     "ws_guard",
@@ -251,6 +253,42 @@ _MAX_FILTERS = 16
 #: at most this many prefixes (and first characters) in a Lead: generated scans look for
 #: each one, so a pattern of more alternatives is left to the regex engine's own search
 _MAX_PREFIXES = 64
+
+
+def skips_ahead(pattern: str) -> bool:
+    """True when every match of ``pattern`` begins at the start of the text (``\\A``) or with
+    a literal character (in a lookahead or a group too). The regex module's search then skips
+    from one such place to the next, partially as well. Other patterns (a lookbehind, a
+    whitespace run or a class first) are tried at every start; in a partial search the
+    regex module then looks for the pattern's required literal again from each start to the
+    end of the text (it keeps only a complete occurrence), which is quadratic in the text
+    searched: their partial searches of long texts go through runtime/scan.search_partial.
+    Conservative: False where that is not known."""
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P<", "(?=")):
+        return False  # inline flags
+    try:
+        return all(_starts_at_known(branch) for branch in _split_alternatives(pattern))
+    except (_Unknown, IndexError):
+        return False
+
+
+def _starts_at_known(branch: str) -> bool:
+    """For :func:`skips_ahead`: ``branch`` begins with ``\\A`` or a required literal character."""
+    if branch.startswith("\\A"):
+        return True
+    if branch.startswith(("(?=", "(?:", "(?P<")):
+        close = _group_end(branch, 0)
+        if branch.startswith("(?="):
+            inner = branch[3:close]
+        else:
+            if branch.startswith(_OPTIONAL_QUANTIFIERS, close + 1):
+                return False  # the group may be skipped
+            inner = branch[3:close] if branch.startswith("(?:") else branch[branch.index(">") + 1 : close]
+        return all(_starts_at_known(b) for b in _split_alternatives(inner))
+    if not branch or branch[0] in _META and branch[0] != "\\":
+        return False
+    end = _escape(branch, 0)[1] if branch[0] == "\\" else 1
+    return not branch.startswith(_OPTIONAL_QUANTIFIERS, end)
 
 
 def shortest_prefixes(texts: set[str] | list[str]) -> list[str]:
@@ -658,6 +696,128 @@ def lookback(pattern: str) -> int:
             needs = SHORT_LOOKBACK
         i += 1
     return needs
+
+
+def reach(pattern: str) -> tuple[int, bool] | None:
+    """How much consumed text a match of ``pattern`` found from a search start may look back
+    on: ``(k, False)``, its last ``k`` characters; ``(k, True)``, the shortest tail holding
+    ``k`` characters other than whitespace, with the whitespace run before it (a lookbehind
+    of fixed parts and whitespace runs: ``(?<=\\}\\s*\\})`` is ``(2, True)``); None: all
+    of it (a lookbehind over text of any length, or one not understood). :func:`lookback`
+    for a pattern with no lookbehind. A lookbehind reads back from where it is tried, at or
+    after the search start: what it reads before the start is the end of what it may read.
+    A tail of the consumed text is then as good as all of it for the pattern, except that
+    ``\\A`` and ``^`` must not see the tail's start as the text's: a lookbehind that holds
+    one is not bounded, and :func:`lookback` keeps a short context for them elsewhere."""
+    if "(?<=" not in pattern and "(?<!" not in pattern:
+        found = lookback(pattern)
+        return None if found < 0 else (found, False)
+    found = _sre_tree(pattern)
+    if found is None:
+        return None
+    tree, sre = found
+    widths: list[tuple[int, bool]] = []
+    others = [False]  # an anchor outside the lookbehinds (\b, ^, \A, ...): a short context
+
+    def walk(items) -> bool:
+        for op, arg in items:
+            if op in (sre.ASSERT, sre.ASSERT_NOT):
+                direction, body = arg
+                if direction < 0:
+                    width = _behind_width(list(body), sre)
+                    if width is None:
+                        return False
+                    widths.append(width)
+                elif not walk(body):
+                    return False
+            elif op is sre.AT:
+                others[0] = True
+            elif op is sre.SUBPATTERN:
+                if not walk(arg[-1]):
+                    return False
+            elif op is sre.BRANCH:
+                if not all(walk(alt) for alt in arg[1]):
+                    return False
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)):
+                if not walk(arg[2]):
+                    return False
+            elif op is getattr(sre, "ATOMIC_GROUP", None):
+                if not walk(arg):
+                    return False
+            elif op in (sre.GROUPREF, getattr(sre, "GROUPREF_EXISTS", None)):
+                return False
+        return True
+
+    if not walk(list(tree)):
+        return None
+    k = max((w for w, _ in widths), default=0)
+    if others[0]:
+        k = max(k, SHORT_LOOKBACK)
+    return k, any(ws for _, ws in widths)
+
+
+def _behind_width(items: list, sre: Any) -> tuple[int, bool] | None:
+    """For :func:`reach`: ``(k, ws)`` when every way of matching ``items`` (a lookbehind's
+    body) is at most ``k`` characters plus (``ws``) runs of whitespace; None otherwise (any
+    other unbounded repeat, an anchor, a back reference or a nested lookbehind)."""
+    total, ws = 0, False
+    for op, arg in items:
+        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
+            total += 1
+        elif op is sre.SUBPATTERN:
+            inner = _behind_width(list(arg[-1]), sre)
+            if inner is None:
+                return None
+            total, ws = total + inner[0], ws or inner[1]
+        elif op is sre.BRANCH:
+            alts = [_behind_width(list(alt), sre) for alt in arg[1]]
+            if any(alt is None for alt in alts):
+                return None
+            total, ws = total + max(a[0] for a in alts), ws or any(a[1] for a in alts)
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            low, high, body = arg
+            if high == sre.MAXREPEAT:
+                if not _only_ws(list(body), sre):
+                    return None
+                ws = True
+            else:
+                inner = _behind_width(list(body), sre)
+                if inner is None:
+                    return None
+                total, ws = total + high * inner[0], ws or inner[1]
+        elif op is sre.ASSERT and arg[0] > 0 or op is sre.ASSERT_NOT and arg[0] > 0:
+            continue  # a lookahead reads forward
+        else:
+            return None  # anchors (\A would see a tail's start), nested lookbehinds, ...
+    return total, ws
+
+
+def _only_ws(items: list, sre: Any) -> bool:
+    """For :func:`_behind_width`: every character ``items`` (a repeat's body) takes is
+    whitespace (the regex module's ``\\s``, runtime.scan.REGEX_WS)."""
+    for op, arg in items:
+        if op is sre.LITERAL:
+            if chr(arg) not in _WS_CHARS:
+                return False
+        elif op is sre.IN:
+            if arg and arg[0][0] is sre.NEGATE:
+                # [^\S...]: whitespace less some characters
+                if not any(a == (sre.CATEGORY, sre.CATEGORY_NOT_SPACE) for a in arg[1:]):
+                    return False
+            elif not all(a == (sre.CATEGORY, sre.CATEGORY_SPACE) or (a[0] is sre.LITERAL and chr(a[1]) in _WS_CHARS) for a in arg):
+                return False
+        elif op is sre.SUBPATTERN:
+            if not _only_ws(list(arg[-1]), sre):
+                return False
+        elif op is sre.BRANCH:
+            if not all(_only_ws(list(alt), sre) for alt in arg[1]):
+                return False
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            if not _only_ws(list(arg[2]), sre):
+                return False
+        else:
+            return False
+    return True
 
 
 def _literal_text(pattern: str) -> str | None:

@@ -69,6 +69,14 @@ _RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
+    '(?:(?<=\\})\\s*\\}(?=\\s*(?:,\\s*\\{\\s*"|\\]\\s*<\\|tools_suffix\\|>))|(?<=\\})\\s*\\}\\s*\\](?!\\s*<\\|tools_suffix\\|>))\\s*|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -129,13 +137,13 @@ _RE_CONTENT_CLOSE_4_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|assistant_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*\\]\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -244,7 +252,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_3.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_3.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_3, _RE_TOOL_CALLS_CLOSE_3_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -335,7 +343,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -343,7 +353,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -459,6 +471,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=16,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -471,6 +484,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=19,
+            reach=(1, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -519,10 +533,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_29,
+                        _RE_TAIL_30,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -578,10 +592,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_29,
+                        _RE_TAIL_30,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

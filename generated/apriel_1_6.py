@@ -60,10 +60,20 @@ _RE_CONTENT_CLOSE_3 = _regex.compile(
 _RE_REASONING_CONTENT_CLOSE_0_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_REASONING_CONTENT_CLOSE_0_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))|(?!)", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
+    '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\]\\s*</tool_calls>)|(?!)', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -76,13 +86,13 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_13 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_14 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -174,7 +184,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos)
             if eos
-            else _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_REASONING_CONTENT_CLOSE_0_WS, _RE_REASONING_CONTENT_CLOSE_0_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -198,7 +210,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_2, _RE_TOOL_CALLS_CLOSE_2_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -254,7 +266,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -262,7 +276,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -390,6 +406,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=2,
             any_pump=22,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -402,6 +419,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=16,
+            reach=(2, True),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -422,10 +440,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_10,
+                    _RE_TAIL_13,
                     (
-                        _RE_TAIL_11,
-                        _RE_TAIL_12,
+                        _RE_TAIL_14,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -452,10 +470,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_10,
+                    _RE_TAIL_13,
                     (
-                        _RE_TAIL_11,
-                        _RE_TAIL_12,
+                        _RE_TAIL_14,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

@@ -51,6 +51,9 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*Action:\\s*```(?:json)?\\s*(?=\\[))", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*Action:\\s*```(?:json)?\\s*(?=\\[))|(?!)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:```)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -87,7 +90,7 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -252,7 +255,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+            )
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -260,7 +265,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -401,7 +408,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),
@@ -429,7 +436,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),

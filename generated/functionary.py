@@ -54,6 +54,9 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|eot_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -66,13 +69,13 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_9 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_10 = _regex.compile(
     "\\s*(?=>>>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_11 = _regex.compile(
     "\\s*>>>all\\n", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -152,7 +155,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_CLOSE_1_WS, _RE_TOOL_CALLS_CLOSE_1_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -307,7 +312,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_8, (_RE_TAIL_9,)),),
+            tails=((_RE_TAIL_9, (_RE_TAIL_10,)),),
             pump=0,
             any_pump=10,
         ),
@@ -330,9 +335,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_8,
+                    _RE_TAIL_9,
                     (
-                        _RE_TAIL_10,
+                        _RE_TAIL_11,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -359,9 +364,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_8,
+                    _RE_TAIL_9,
                     (
-                        _RE_TAIL_10,
+                        _RE_TAIL_11,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -54,6 +54,10 @@ _RE_CONTENT_CLOSE_2_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_CLOSE_2_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*)|(?!)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>))\\s*",
     _regex.DOTALL,
@@ -441,7 +445,7 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_120 = _regex.compile(
+_RE_TAIL_121 = _regex.compile(
     "\\}\\s*(?:<\\|message_sep\\|>|</s>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
 
@@ -667,7 +671,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_CLOSE_2_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_2_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_CLOSE_2_WS, _RE_CONTENT_CLOSE_2_WS_ANY, buf, k)
         )
         self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
@@ -713,7 +717,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_120, ()),),
+            tails=((_RE_TAIL_121, ()),),
             pump=0,
             any_pump=16,
         ),

@@ -71,10 +71,21 @@ _RE_REASONING_CONTENT_CLOSE_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:(?:Here is|Here's) my response:|(?=<\\|tool_call\\|>)|(?=<\\|end_of_text\\|>)))",
     _regex.DOTALL,
 )  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_REASONING_CONTENT_CLOSE_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:(?:Here is|Here's) my response:|(?=<\\|tool_call\\|>)|(?=<\\|end_of_text\\|>)))|(?!)",
+    _regex.DOTALL,
+)  # fields.reasoning_content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
+    "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|end_of_text\\|>)|\\Z)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -99,7 +110,7 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -188,7 +199,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_REASONING_CONTENT_CLOSE_1_WS.search(buf, pos)
             if eos
-            else _RE_REASONING_CONTENT_CLOSE_1_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_REASONING_CONTENT_CLOSE_1_WS, _RE_REASONING_CONTENT_CLOSE_1_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -212,7 +225,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_3.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_3.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_3, _RE_TOOL_CALLS_CLOSE_3_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -331,7 +344,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, k
+            )
         )
         self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -339,7 +354,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -451,6 +468,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=3,
             any_pump=20,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -463,6 +481,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=17,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -490,7 +509,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_19,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -499,6 +518,7 @@ class Parser(_base.ParserBase):
             ),
             pump=4,
             any_pump=38,
+            reach=(1, False),
         ),
         # the free state
         _scan.State(
@@ -526,7 +546,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_19,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -535,5 +555,6 @@ class Parser(_base.ParserBase):
             ),
             pump=4,
             any_pump=38,
+            reach=(1, False),
         ),
     )

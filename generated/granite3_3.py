@@ -67,6 +67,13 @@ _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:(?:\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
+    "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*|(?=<\\|end_of_text\\|>)|\\Z)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -115,13 +122,13 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_24 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_23 = _regex.compile(
+_RE_TAIL_25 = _regex.compile(
     "\\s*<response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_24 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*</response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -252,7 +259,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_2, _RE_TOOL_CALLS_CLOSE_2_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -341,7 +348,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -349,7 +358,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -487,6 +498,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=8,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -499,6 +511,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=17,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -540,10 +553,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_24,
                     (
-                        _RE_TAIL_23,
-                        _RE_TAIL_24,
+                        _RE_TAIL_25,
+                        _RE_TAIL_26,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -551,6 +564,7 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=38,
+            reach=(1, False),
         ),
         # the free state
         _scan.State(
@@ -592,10 +606,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_24,
                     (
-                        _RE_TAIL_23,
-                        _RE_TAIL_24,
+                        _RE_TAIL_25,
+                        _RE_TAIL_26,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -603,5 +617,6 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=38,
+            reach=(1, False),
         ),
     )

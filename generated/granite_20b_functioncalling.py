@@ -48,6 +48,9 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|endoftext\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    "(?<=\\})\\s*(?=<function_call>|<\\|endoftext\\|>)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -96,7 +99,7 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -188,7 +191,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -374,6 +377,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=16,
+            reach=(1, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -413,9 +417,10 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=15,
+            reach=(0, False),
         ),
         # the free state
         _scan.State(
@@ -455,8 +460,9 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_19, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=15,
+            reach=(0, False),
         ),
     )

@@ -57,10 +57,20 @@ _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_1_ANY = _regex.compile(
+    "(?:(?:<answer>\\s*)?<tool_calls>\\s*\\[|(?<=\\})\\s*,)\\s*(?=\\{)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
+    '(?<=\\}\\s*\\})(?=\\s*(?:,\\s*\\{\\s*"name"|\\]\\s*</tool_calls>))|(?!)', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_3_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*))",
     _regex.DOTALL,
 )  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_CLOSE_3_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*))|(?!)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -121,16 +131,16 @@ _RE_CONTENT_CLOSE_3_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_25 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|eos\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*\\]\\s*</tool_calls>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_31 = _regex.compile(
     "\\s*</answer>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -221,7 +231,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_2, _RE_TOOL_CALLS_CLOSE_2_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -310,7 +320,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_1.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_OPEN_1, _RE_TOOL_CALLS_OPEN_1_ANY, buf, k)
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -318,7 +328,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1, _RE_TOOL_CALLS_OPEN_1_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -344,7 +356,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_CLOSE_3_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_3_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_CLOSE_3_WS, _RE_CONTENT_CLOSE_3_WS_ANY, buf, k)
         )
         self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
@@ -400,6 +412,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=8,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -412,6 +425,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=16,
+            reach=(2, True),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -460,11 +474,11 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_29,
+                        _RE_TAIL_30,
+                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -472,6 +486,7 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=22,
+            reach=(1, False),
         ),
         # the free state
         _scan.State(
@@ -520,11 +535,11 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_28,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_29,
+                        _RE_TAIL_30,
+                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -532,5 +547,6 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=22,
+            reach=(1, False),
         ),
     )

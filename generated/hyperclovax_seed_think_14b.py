@@ -65,10 +65,21 @@ _RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
     "(?:(?:\\G|(?<!\\s))\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant|(?:\\G|(?<!\\s)))\\s*-> tool/function_call\\n\\s*\\[\\s*(?=\\{)|(?:\\G|(?<!\\s))\\s*,(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},)\\s*(?=\\{)",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
+    "(?:(?:\\G|(?<!\\s))\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant|(?:\\G|(?<!\\s)))\\s*-> tool/function_call\\n\\s*\\[\\s*(?=\\{)|(?:\\G|(?<!\\s))\\s*,(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},)\\s*(?=\\{)|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
+    '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\])|(?!)', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_4_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_CLOSE_4_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)|(?!)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:<\\|im_end\\|>)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: alive)
@@ -198,7 +209,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_3.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_3.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_3, _RE_TOOL_CALLS_CLOSE_3_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -257,7 +268,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -265,7 +278,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -291,7 +306,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_CLOSE_4_WS, _RE_CONTENT_CLOSE_4_WS_ANY, buf, k)
         )
         self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
@@ -355,6 +370,7 @@ class Parser(_base.ParserBase):
             ),
             pump=0,
             any_pump=31,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -367,6 +383,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=10,
+            reach=(2, True),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(

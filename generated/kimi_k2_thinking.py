@@ -69,6 +69,10 @@ _RE_CONTENT_CLOSE_4_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*))",
     _regex.DOTALL,
 )  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_CLOSE_4_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*))|(?!)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -131,13 +135,13 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*",
     _regex.DOTALL,
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
@@ -427,7 +431,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_CLOSE_4_WS, _RE_CONTENT_CLOSE_4_WS_ANY, buf, k)
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
@@ -483,6 +487,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=28,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -503,6 +508,7 @@ class Parser(_base.ParserBase):
             ),
             pump=0,
             any_pump=17,
+            reach=(0, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -544,10 +550,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_27,
                     (
-                        _RE_TAIL_27,
                         _RE_TAIL_28,
+                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -555,6 +561,7 @@ class Parser(_base.ParserBase):
             ),
             pump=0,
             any_pump=79,
+            reach=(34, True),
         ),
         # the free state
         _scan.State(
@@ -596,10 +603,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_27,
                     (
-                        _RE_TAIL_27,
                         _RE_TAIL_28,
+                        _RE_TAIL_29,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -607,5 +614,6 @@ class Parser(_base.ParserBase):
             ),
             pump=0,
             any_pump=79,
+            reach=(34, True),
         ),
     )

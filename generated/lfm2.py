@@ -58,9 +58,16 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_2_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_2_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -97,7 +104,7 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -170,7 +177,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_CLOSE_2_WS, _RE_TOOL_CALLS_CLOSE_2_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -214,7 +223,9 @@ class Parser(_base.ParserBase):
             m = (
                 _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
                 if eos
-                else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
+                else _scan.search_partial(
+                    _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+                )
             )
             self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
             if m is not None and m.partial:
@@ -231,7 +242,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -372,7 +385,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=41,
         ),
@@ -400,7 +413,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=41,
         ),

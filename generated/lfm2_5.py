@@ -66,9 +66,16 @@ _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_3_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -117,7 +124,7 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_23 = _regex.compile(
+_RE_TAIL_25 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -235,7 +242,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_3_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_3_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_CLOSE_3_WS, _RE_TOOL_CALLS_CLOSE_3_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -338,7 +347,9 @@ class Parser(_base.ParserBase):
             m = (
                 _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
                 if eos
-                else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
+                else _scan.search_partial(
+                    _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+                )
             )
             self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
             if m is not None and m.partial:
@@ -355,7 +366,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -526,7 +539,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_23,
+                    _RE_TAIL_25,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -569,7 +582,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_23,
+                    _RE_TAIL_25,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -52,6 +52,13 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_OPEN_0_ANY = _regex.compile(
+    '(?:\\A\\s*|<\\|python_tag\\|>\\s*|(?<=\\}\\s*;)\\s*)\\{\\s*(?:"type"\\s*:\\s*"function"\\s*,\\s*)?"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:parameters|arguments)"\\s*:\\s*|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    "(?<=\\})\\s*\\}\\s*(?:;|(?=[^,\\]\\}\\s])|\\Z)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -88,7 +95,7 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_15 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -167,7 +174,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -197,7 +204,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_OPEN_0, _RE_TOOL_CALLS_OPEN_0_ANY, buf, k)
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -205,7 +212,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0, _RE_TOOL_CALLS_OPEN_0_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -324,6 +333,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=3,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -356,9 +366,10 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=57,
+            reach=(16, True),
         ),
         # the free state
         _scan.State(
@@ -391,8 +402,9 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=57,
+            reach=(16, True),
         ),
     )

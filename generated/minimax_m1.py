@@ -54,6 +54,13 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     "(?:\\G|(?<!\\s))\\s*<tool_calls>\\s*(?=\\{)|(?<=<tool_calls>(?:(?!</tool_calls>).)*\\}[ \\t]*\\n)[ \\t]*(?=\\{)",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))\\s*<tool_calls>\\s*(?=\\{)|(?<=<tool_calls>(?:(?!</tool_calls>).)*\\}[ \\t]*\\n)[ \\t]*(?=\\{)|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    "(?<=\\})(?:[ \\t]*\\n(?=[ \\t]*\\{)|\\s*</tool_calls>\\s*)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -78,10 +85,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_14 = _regex.compile(
     "\\s*<end_of_sentence>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_13 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -191,7 +198,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -246,7 +253,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -254,7 +263,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -371,6 +382,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=8,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -383,6 +395,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=1,
             any_pump=14,
+            reach=(1, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -410,9 +423,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_12,
+                    _RE_TAIL_14,
                     (
-                        _RE_TAIL_13,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -446,9 +459,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_12,
+                    _RE_TAIL_14,
                     (
-                        _RE_TAIL_13,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -63,6 +63,9 @@ _RE_ANCHOR_4 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL) 
 _RE_TOOL_CALLS_CLOSE_2_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_CLOSE_2_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)|(?!)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -111,10 +114,10 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_23 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_23 = _regex.compile(
+_RE_TAIL_24 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -244,7 +247,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_2_WS.search(buf, pos, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_CLOSE_2_WS, _RE_TOOL_CALLS_CLOSE_2_WS_ANY, buf, pos
+            )
         )
         if m is not None:
             s, e = m.span()
@@ -498,7 +503,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_22, (_RE_TAIL_23,)),),
+            tails=((_RE_TAIL_23, (_RE_TAIL_24,)),),
             pump=0,
             any_pump=12,
         ),
@@ -542,7 +547,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -592,7 +597,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_23,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

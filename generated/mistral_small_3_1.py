@@ -58,6 +58,14 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:\\s*\\[TOOL_CALLS\\]\\s*\\[\\s*\\{\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"arguments"\\s*:\\s*|(?<=\\}\\s*,)\\s*\\{\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"arguments"\\s*:\\s*(?<=\\[TOOL_CALLS\\][\\s\\S]*))',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:\\s*\\[TOOL_CALLS\\]\\s*\\[\\s*\\{\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"arguments"\\s*:\\s*|(?<=\\}\\s*,)\\s*\\{\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*(?:"id"\\s*:\\s*"[^"]*"\\s*,\\s*)?"arguments"\\s*:\\s*(?<=\\[TOOL_CALLS\\][\\s\\S]*))|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    '(?<=\\})\\s*(?:,\\s*"id"\\s*:\\s*"[^"]*"\\s*)?\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*|(?=</s>)|\\Z)|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -82,7 +90,7 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_13 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -146,7 +154,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -176,7 +184,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+            )
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -184,7 +194,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -292,6 +304,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=14,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -317,7 +330,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=54,
         ),
@@ -345,7 +358,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_13, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=54,
         ),

@@ -74,14 +74,26 @@ _RE_REASONING_CONTENT_OPEN_0_WS = _regex.compile(
     "(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*to=self<\\|message\\|>",
     _regex.DOTALL,
 )  # fields.reasoning_content.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_REASONING_CONTENT_OPEN_0_WS_ANY = _regex.compile(
+    "(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*to=self<\\|message\\|>|(?!)",
+    _regex.DOTALL,
+)  # fields.reasoning_content.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED = _regex.compile(
     '(?:(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*)?(?:<atem:function_calls>\\s*)?<atem:invoke name="(?:(?P<name>[^"\\s]+?)(?:\\.(?P=name))?|(?P<name>[^"]+?))">',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_2_WS_ANY_BOUNDED = _regex.compile(
+    '(?:(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*)?(?:<atem:function_calls>\\s*)?<atem:invoke name="(?:(?P<name>[^"\\s]+?)(?:\\.(?P=name))?|(?P<name>[^"]+?))">|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_OPEN_3_WS = _regex.compile(
     "(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*(?:to=user)?(?=<\\|message\\|>)(?<!<\\|start\\|>(?:user|system|developer|tool[^<]*))<\\|message\\|>",
     _regex.DOTALL,
 )  # fields.content.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_OPEN_3_WS_ANY = _regex.compile(
+    "(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*(?:to=user)?(?=<\\|message\\|>)(?<!<\\|start\\|>(?:user|system|developer|tool[^<]*))<\\|message\\|>|(?!)",
+    _regex.DOTALL,
+)  # fields.content.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:(?:<\\|start\\|>\\s*assistant)?)[^\\S\\n]*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -94,7 +106,7 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "[^\\S\\n]+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "<\\|eot\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -246,7 +258,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_OPEN_3_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_OPEN_3_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_OPEN_3_WS, _RE_CONTENT_OPEN_3_WS_ANY, buf, k)
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -254,7 +266,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_CONTENT_OPEN_3_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_CONTENT_OPEN_3_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_CONTENT_OPEN_3_WS, _RE_CONTENT_OPEN_3_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -277,7 +291,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_REASONING_CONTENT_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_REASONING_CONTENT_OPEN_0_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_REASONING_CONTENT_OPEN_0_WS, _RE_REASONING_CONTENT_OPEN_0_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -285,7 +301,12 @@ class Parser(_base.ParserBase):
                 (
                     _RE_REASONING_CONTENT_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_REASONING_CONTENT_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_REASONING_CONTENT_OPEN_0_WS,
+                        _RE_REASONING_CONTENT_OPEN_0_WS_ANY,
+                        buf,
+                        m.start() + 1,
+                    )
                 )
                 if m.start() < n
                 else None
@@ -307,7 +328,14 @@ class Parser(_base.ParserBase):
         m = (
             _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED.search, buf, k)
             if eos
-            else _scan.timed(self, _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED.search, buf, k, partial=True)
+            else _scan.timed(
+                self,
+                _scan.search_partial,
+                _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED,
+                _RE_TOOL_CALLS_OPEN_2_WS_ANY_BOUNDED,
+                buf,
+                k,
+            )
         )
         self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -317,10 +345,11 @@ class Parser(_base.ParserBase):
                     if eos
                     else _scan.timed(
                         self,
-                        _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED.search,
+                        _scan.search_partial,
+                        _RE_TOOL_CALLS_OPEN_2_WS_BOUNDED,
+                        _RE_TOOL_CALLS_OPEN_2_WS_ANY_BOUNDED,
                         buf,
                         m.start() + 1,
-                        partial=True,
                     )
                 )
                 if m.start() < n
@@ -385,6 +414,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=9,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -397,6 +427,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=14,
+            reach=(0, False),
         ),
         # fields.content
         _scan.State(
@@ -407,9 +438,10 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_12, ()),),
+            tails=((_RE_TAIL_15, ()),),
             pump=0,
             any_pump=9,
+            reach=(0, False),
         ),
         # the free state
         _scan.State(

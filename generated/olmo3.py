@@ -67,6 +67,10 @@ _RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:(?:\\s*<function_calls>|(?<=<function_calls>(?:(?!</function_calls>).)*\\))\\n)\\s*(?P<name>[A-Za-z_][A-Za-z0-9_.\\-]*)\\()",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:(?:\\s*<function_calls>|(?<=<function_calls>(?:(?!</function_calls>).)*\\))\\n)\\s*(?P<name>[A-Za-z_][A-Za-z0-9_.\\-]*)\\()|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -115,7 +119,7 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -328,7 +332,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+            )
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -336,7 +342,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -464,6 +472,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=8,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -476,6 +485,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=1,
             any_pump=18,
+            reach=(0, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -517,7 +527,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_22,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -567,7 +577,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_22,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -57,6 +57,14 @@ _RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|\\s*functools\\s*\\[|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*)',
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
+    '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|\\s*functools\\s*\\[|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*)|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*|(?=<\\|/tool_call\\|>|<\\|end\\|>|<\\|endoftext\\|>)|\\Z)|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|/tool_call\\|>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -93,16 +101,16 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*<\\|/tool_call\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*<\\|end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -191,7 +199,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -221,7 +229,9 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k, partial=True)
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+            )
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -229,7 +239,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -358,6 +370,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=16,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -392,23 +405,24 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_18,
                     (
-                        _RE_TAIL_17,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_20,
                     (
-                        _RE_TAIL_17,
                         _RE_TAIL_19,
+                        _RE_TAIL_21,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
             ),
             pump=1,
             any_pump=39,
+            reach=(1, False),
         ),
         # the free state
         _scan.State(
@@ -443,22 +457,23 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_16,
+                    _RE_TAIL_18,
                     (
-                        _RE_TAIL_17,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_20,
                     (
-                        _RE_TAIL_17,
                         _RE_TAIL_19,
+                        _RE_TAIL_21,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
             ),
             pump=1,
             any_pump=39,
+            reach=(1, False),
         ),
     )

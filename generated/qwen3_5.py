@@ -69,6 +69,10 @@ _RE_CONTENT_CLOSE_4_WS = _regex.compile(
     "(?:\\G|(?<!\\s))(?:\\s*(?:</think>(?<=</tool_call>\\s*</think>)|<\\|im_end\\|>[\\s\\S]*|<\\|endoftext\\|>[\\s\\S]*))",
     _regex.DOTALL,
 )  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_CONTENT_CLOSE_4_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:</think>(?<=</tool_call>\\s*</think>)|<\\|im_end\\|>[\\s\\S]*|<\\|endoftext\\|>[\\s\\S]*))|(?!)",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:</tool_call>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -153,16 +157,16 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_34 = _regex.compile(
+_RE_TAIL_35 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_35 = _regex.compile(
+_RE_TAIL_36 = _regex.compile(
     "\\s*</think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_36 = _regex.compile(
+_RE_TAIL_37 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_37 = _regex.compile(
+_RE_TAIL_38 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -452,7 +456,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_CONTENT_CLOSE_4_WS.search(buf, k)
             if eos
-            else _RE_CONTENT_CLOSE_4_WS.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_CONTENT_CLOSE_4_WS, _RE_CONTENT_CLOSE_4_WS_ANY, buf, k)
         )
         self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None:
@@ -508,6 +512,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=11,
+            reach=(0, False),
         ),
         # fields.tool_calls
         _scan.State(
@@ -528,6 +533,7 @@ class Parser(_base.ParserBase):
             ),
             pump=0,
             any_pump=12,
+            reach=(0, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -583,18 +589,18 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_34,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_35,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_36,
+                    _RE_TAIL_37,
                     (
-                        _RE_TAIL_35,
-                        _RE_TAIL_37,
+                        _RE_TAIL_36,
+                        _RE_TAIL_38,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -602,6 +608,7 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=28,
+            reach=(20, True),
         ),
         # the free state
         _scan.State(
@@ -657,18 +664,18 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_34,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_35,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_36,
+                    _RE_TAIL_37,
                     (
-                        _RE_TAIL_35,
-                        _RE_TAIL_37,
+                        _RE_TAIL_36,
+                        _RE_TAIL_38,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -676,5 +683,6 @@ class Parser(_base.ParserBase):
             ),
             pump=1,
             any_pump=28,
+            reach=(20, True),
         ),
     )

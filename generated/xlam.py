@@ -59,6 +59,14 @@ _RE_ANCHOR_3 = _regex.compile(
     "<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n|<\\|im_start\\|>assistant\\\n",
     _regex.DOTALL,
 )  # start_anchor
+_RE_TOOL_CALLS_OPEN_0_ANY = _regex.compile(
+    '(?:\\A\\s*\\[|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*|(?!)',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
+    "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|eot_id\\|>|<\\|im_end\\|>)|\\Z)|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot_id\\|>|<\\|im_end\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -95,7 +103,7 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|im_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -178,7 +186,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
             if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_CLOSE_1, _RE_TOOL_CALLS_CLOSE_1_ANY, buf, pos)
         )
         if m is not None:
             s, e = m.span()
@@ -208,7 +216,7 @@ class Parser(_base.ParserBase):
         m = (
             _RE_TOOL_CALLS_OPEN_0.search(buf, k)
             if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
+            else _scan.search_partial(_RE_TOOL_CALLS_OPEN_0, _RE_TOOL_CALLS_OPEN_0_ANY, buf, k)
         )
         self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
         if m is not None and m.end() == m.start() == self._ban - self._off:
@@ -216,7 +224,9 @@ class Parser(_base.ParserBase):
                 (
                     _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
                     if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_0, _RE_TOOL_CALLS_OPEN_0_ANY, buf, m.start() + 1
+                    )
                 )
                 if m.start() < n
                 else None
@@ -335,6 +345,7 @@ class Parser(_base.ParserBase):
             runs=(),
             pump=0,
             any_pump=12,
+            reach=(16, False),
         ),
         # fields.content (the implicit field: never entered, its text is the free state's)
         _scan.State(
@@ -367,9 +378,10 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=25,
+            reach=(16, False),
         ),
         # the free state
         _scan.State(
@@ -402,8 +414,9 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=25,
+            reach=(16, False),
         ),
     )

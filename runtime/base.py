@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, ClassVar
 
+import regex as _regex
+
 from . import scan
 from .scan import CLOSE, REGEX_WS, Field, State, only_ws
 from .tools import ToolTypes, coerce_value, tool_types
@@ -429,10 +431,16 @@ class ParserBase:
         final: the one commit loop. Text before a delimiter goes into the open region;
         what may still become one stays held, unless ``eos`` (then the last region closes).
         """
-        ctx = self._ctx
-        if self._ctx_more:
-            ctx = self._ctx = ctx + "".join(self._ctx_more)
-            self._ctx_more.clear()
+        keep = self._keep
+        reach = None  # an unbounded context: the tail of it the current state's scan reads
+        if keep >= 0:
+            ctx = self._ctx
+        else:
+            reach = self._states[self._state].reach
+            if reach is not None:
+                ctx = _context_tail(self._ctx, self._ctx_more, reach) if reach[0] or reach[1] else ""
+            else:
+                ctx = self._whole_context()
         buf = ctx + text if ctx else text
         n = len(buf)
         pos = start = len(ctx)
@@ -440,6 +448,16 @@ class ParserBase:
         committed = False
         try:
             while True:
+                if reach is not None and committed and not _reaches(reach, self._states[self._state].reach):
+                    # the state this commit entered looks back further than the tail: the
+                    # whole context before this commit goes in front of what it scans
+                    ctx = self._whole_context()
+                    buf = ctx + buf[start:]
+                    pos += len(ctx) - start
+                    start = len(ctx)
+                    n = len(buf)
+                    off = self._off = self._done - start
+                    reach = None
                 if not committed:
                     found = (self._end_scan if eos else self._scan)(self, buf, pos, eos)
                 elif eos:
@@ -518,9 +536,12 @@ class ParserBase:
             self._reset()
         finally:
             # Keep the input consistent even when a content parser raised mid-way.
-            keep = self._keep
-            cut = 0 if keep < 0 else (pos - keep if pos > keep else 0)
-            self._ctx = buf[cut:pos]
+            if reach is not None:
+                if pos > start:
+                    _add_piece(self._ctx_more, buf[start:pos])
+            else:
+                cut = 0 if keep < 0 else (pos - keep if pos > keep else 0)
+                self._ctx = buf[cut:pos]
             self._held = buf[pos:]
             self._done += pos - start
 
@@ -684,14 +705,23 @@ class ParserBase:
 
     def _keep_context(self, text: str) -> None:
         """Consumed ``text`` joins the look-behind context (its last CONTEXT characters). An
-        unbounded context (CONTEXT < 0) keeps the pieces and joins them when a scan reads it
-        (_commit): a chunk that commits nothing costs its own length, not the context's."""
+        unbounded context (CONTEXT < 0) keeps the pieces (merged: see _merge_pieces), and a scan
+        reads the tail of them its state looks back on (scan.State.reach), or, when that
+        is not bounded, all of them joined (_commit): a chunk costs its own length, not the
+        context's, wherever the state's delimiters look back a bounded way."""
         keep = self._keep
         if keep < 0:
-            self._ctx_more.append(text)
+            _add_piece(self._ctx_more, text)
             return
         ctx = self._ctx + text
         self._ctx = ctx[-keep:]
+
+    def _whole_context(self) -> str:
+        """The unbounded context, joined (and kept so)."""
+        if self._ctx_more:
+            self._ctx = self._ctx + "".join(self._ctx_more)
+            self._ctx_more.clear()
+        return self._ctx
 
     # --- lasting holds -----------------------------------------------------
     def _stays_held(self, text: str) -> bool:
@@ -810,6 +840,73 @@ class ParserBase:
                 self._stable = tail
                 self._stable_edge = buf[max(pos, len(buf) - len(tail) + 1) :] if len(tail) > 1 else ""
                 return
+
+
+def _add_piece(pieces: list, text: str) -> None:
+    """Append ``text`` to the unbounded context's pieces; past _MERGE_PARTS of them, they
+    are merged (see _merge_pieces)."""
+    pieces.append(text)
+    if len(pieces) > _MERGE_PARTS:
+        _merge_pieces(pieces)
+
+
+def _merge_pieces(pieces: list) -> None:
+    """Merge each piece into the one after it while it is no longer: their lengths then fall
+    from the first to the last, so they are few, and a character is copied a logarithmic
+    number of times (each merge puts it in a piece at least twice as long)."""
+    merged: list[str] = []
+    for piece in pieces:
+        while merged and len(merged[-1]) <= len(piece):
+            piece = merged.pop() + piece
+        merged.append(piece)
+    pieces[:] = merged
+
+
+#: the reverse searches that find a tail with k characters other than whitespace, by k
+_TAILS: dict = {}
+
+
+def _context_tail(ctx: str, pieces: list, reach: tuple) -> str:
+    """The end of the unbounded context (``ctx`` then ``pieces``) that a scan of a state of
+    this ``reach`` (scan.State.reach) reads: its last ``k`` characters, or the shortest end
+    holding ``k`` characters other than whitespace with the whitespace run before it
+    (all of the context when it is shorter). Costs about the length of that end."""
+    k, ws = reach
+    if not ws:
+        return _last(ctx, pieces, k)[0] if k else ""
+    found = _TAILS.get(k)
+    if found is None:
+        found = _TAILS[k] = _regex.compile(r"(?r)\s*(?:\S\s*){%d}\Z" % k)
+    width = 64 if k < 32 else 2 * k
+    while True:
+        text, whole = _last(ctx, pieces, width)
+        m = found.search(text)
+        if m is not None and (m.start() > 0 or whole):
+            return text[m.start() :]
+        if whole:
+            return text  # fewer than k such characters: all of it
+        width *= 4
+
+
+def _last(ctx: str, pieces: list, width: int) -> tuple[str, bool]:
+    """The last ``width`` characters of ``ctx`` then ``pieces``, and whether that is all of them."""
+    got = []
+    size = 0
+    for piece in reversed(pieces):
+        got.append(piece)
+        size += len(piece)
+        if size >= width:
+            text = "".join(reversed(got)) if len(got) > 1 else piece
+            return text[size - width :], False
+    if size + len(ctx) <= width:
+        return ctx + "".join(reversed(got)) if got else ctx, True
+    got.append(ctx[len(ctx) - (width - size) :])
+    return "".join(reversed(got)), False
+
+
+def _reaches(have: tuple, need: tuple | None) -> bool:
+    """A context tail cut for reach ``have`` holds what a scan of reach ``need`` reads."""
+    return need is not None and need[0] <= have[0] and (have[1] or not need[1])
 
 
 #: what a content parser, transform or tool typing raises on content it cannot parse (and

@@ -29,6 +29,7 @@ cdef class State:
     cdef readonly tuple tails
     cdef readonly Py_ssize_t pump
     cdef readonly Py_ssize_t any_pump
+    cdef readonly object reach
 
 cpdef Py_ssize_t ws_run_start(str buf, Py_ssize_t lo, Py_ssize_t hi)
 

@@ -40,6 +40,8 @@ __all__ = [
     "prefix_partial",
     "quiet_cut",
     "quiet_table",
+    "search_partial",
+    "LONG_PARTIAL",
     "still_pending",
     "tail_in",
     "ws_run_end",
@@ -108,6 +110,29 @@ def timed(parser: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
     parser._left = left - (perf_counter() - start)
     return found
 
+#: A partial search of a text longer than this many characters (from where it starts) is
+#: made with the pattern's ``_ANY`` companion (see :func:`search_partial`); a shorter one
+#: with the pattern itself, whose required literal makes it quicker there.
+LONG_PARTIAL = 2048
+
+
+def search_partial(rx: Any, anywhere: Any, buf: str, pos: int, timeout: float | None = None) -> Any:
+    """``rx.search(buf, pos, partial=True)``, in time linear in ``buf[pos:]``.
+
+    The regex module's partial search is a search for a complete match, then, when there is
+    none, a search for the leftmost partial one (a match cut by the end of the text). In that
+    second search a pattern the module tries at every start (compiler/regexinfo.skips_ahead
+    is false) looks for its required literal again from each start to the end of the text
+    (it keeps only a complete occurrence): quadratic in the text searched (a long whitespace
+    run that a character just ended, a long chunk of prose). So a long text is searched
+    with ``anywhere``: ``rx``'s pattern with an alternative that never matches (``|(?!)``),
+    which has the same matches, whole and partial, and no required literal. The result is
+    what ``rx``'s partial search gives (tests/test_scan_partial.py)."""
+    if len(buf) - pos <= LONG_PARTIAL:
+        return rx.search(buf, pos, partial=True, timeout=timeout)
+    return anywhere.search(buf, pos, partial=True, timeout=timeout)
+
+
 class Field:
     """One template field.
 
@@ -156,9 +181,13 @@ class State:
     ends in such a run (twice ``K`` and more) stays held while only that character follows.
     ``any_pump``: the same ``K`` for a run of any one character (compiler/regexinfo.py's
     any_pump: a tool name or id written as a long run of one letter), -1 when not known.
+    ``reach``: in a parser whose context is unbounded (CONTEXT < 0), ``(k, ws)`` when every
+    watched delimiter looks back a bounded way (compiler/regexinfo.reach): the scan reads
+    the context's last ``k`` characters, or (``ws``) its shortest end with ``k`` characters
+    other than whitespace and the whitespace run before them; None: all of it.
     """
 
-    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump")
+    __slots__ = ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump", "reach")
 
     def __init__(
         self,
@@ -172,6 +201,7 @@ class State:
         tails: tuple = (),
         pump: int = -1,
         any_pump: int = -1,
+        reach: tuple | None = None,
     ):
         self.field = field
         self.scan = scan
@@ -183,9 +213,12 @@ class State:
         self.tails = tails
         self.pump = pump
         self.any_pump = any_pump
+        self.reach = reach
 
     def __repr__(self) -> str:
-        return _record_repr(self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump"))
+        return _record_repr(
+            self, ("field", "scan", "end_scan", "quiet", "memos", "ws_hold", "runs", "tails", "pump", "any_pump", "reach")
+        )
 
 
 def _record_repr(record: Any, names: tuple[str, ...]) -> str:

@@ -268,3 +268,42 @@ def test_an_unbounded_context_is_not_copied_at_every_quiet_chunk(family):
     assert sizes[0] == sizes[1], f"{family}: the joined context grew from {sizes[0]} to {sizes[1]} characters while nothing committed"
     message, _ = parser.finalize()
     assert message == respc.parse_response(text, family, prefix="")
+
+
+#: a long argument per family whose argument chunks go through a scan (its tool_calls state
+#: has no quiet test, or the chunks hold its close's first character)
+SCANNED_ARGUMENTS = {
+    "firefunction-v2": ' functools[{"name": "f", "arguments": {"a": "' + "x y " * 1_000 + '"}}]',
+    "qwen3.5": "<tool_call>\n<function=f>\n<parameter=a>\n" + "<b>x</b> " * 500 + "\n</parameter>\n</function>\n</tool_call>",
+}
+
+
+@pytest.mark.parametrize("family", sorted(SCANNED_ARGUMENTS))
+def test_a_scanned_argument_reads_a_bounded_context(monkeypatch, family):
+    """A template with an unbounded look-behind context (CONTEXT < 0) whose argument chunks
+    are scanned: the scan of the tool_calls state reads only the end of the consumed text its
+    close looks back on (scan.State.reach: firefunction-v2's ``(?<=\\}\\s*\\})``, qwen3.5's
+    ``</tool_call>\\s*`` none), not all of it joined at every chunk (it did: the context a
+    scan read grew with the argument, 71 µs per chunk at an 800 KB argument against 10 µs at
+    50 KB), and the message is the same as a whole parse."""
+    compiled = respc.load(family)
+    parser_class = compiled.Parser
+    assert parser_class.CONTEXT < 0, f"{family}'s context is bounded ({parser_class.CONTEXT}): pick another family"
+    calls = next(i for i, f in enumerate(parser_class.FIELDS) if f.name == "tool_calls")
+    read: list[int] = []
+    record = parser_class.STATES[calls]
+
+    def counted(self, buf, pos, eos, scan=record.scan):
+        read.append(pos)  # the context handed to the scan: buf[:pos] at a commit's first scan
+        return scan(self, buf, pos, eos)
+
+    monkeypatch.setattr(record, "scan", counted)
+    text = SCANNED_ARGUMENTS[family]
+    parser = compiled.parser(prefix="")
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    for chunk in chunks:
+        parser.feed(chunk)
+    message, _ = parser.finalize()
+    assert len(read) > len(chunks) // 2, f"{family}: the argument's chunks were not scanned ({len(read)} scans)"
+    assert max(read) < 256, f"{family}: a scan of the argument read {max(read)} characters of context"
+    assert message == respc.parse_response(text, family, prefix="")
