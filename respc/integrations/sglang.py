@@ -267,46 +267,28 @@ def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: lis
 
 def _constructor(model: type, names: tuple[str, ...]):
     """``f(*values)``: an instance of the pydantic model ``model`` with these fields, as
-    ``model.model_construct`` makes it (no validation), made directly; ``model_construct``
-    itself where the direct one does not give the same instance (another pydantic)."""
+    ``model.model_construct`` makes it (no validation), made directly for a model of 2 or 3
+    fields; ``model_construct`` itself for others, or where the direct one does not give the
+    same instance (another pydantic)."""
     new, put = object.__new__, object.__setattr__
     fields = set(names)
+    # the values passed one by one, not packed and zipped with the names (a third of the
+    # cost, per call of a message): the models made here have 2 or 3 fields
+    first, second, third = (*names, None)[:3] if len(names) in (2, 3) else (None, None, None)
 
-    def direct(*values: Any) -> Any:
+    def direct(a: Any, b: Any, c: Any = None) -> Any:
         obj = new(model)
-        put(obj, "__dict__", dict(zip(names, values)))
+        put(obj, "__dict__", {first: a, second: b} if third is None else {first: a, second: b, third: c})
         put(obj, "__pydantic_fields_set__", fields)
         put(obj, "__pydantic_extra__", None)
         put(obj, "__pydantic_private__", None)
         return obj
 
-    # the same for the models made here (2 and 3 fields), without packing the values into a
-    # tuple and zipping them with the names (a third of the cost, per call of a message)
-    if len(names) == 2:
-        first, second = names
-
-        def direct(a: Any, b: Any) -> Any:  # noqa: F811
-            obj = new(model)
-            put(obj, "__dict__", {first: a, second: b})
-            put(obj, "__pydantic_fields_set__", fields)
-            put(obj, "__pydantic_extra__", None)
-            put(obj, "__pydantic_private__", None)
-            return obj
-
-    elif len(names) == 3:
-        first, second, third = names
-
-        def direct(a: Any, b: Any, c: Any) -> Any:  # noqa: F811
-            obj = new(model)
-            put(obj, "__dict__", {first: a, second: b, third: c})
-            put(obj, "__pydantic_fields_set__", fields)
-            put(obj, "__pydantic_extra__", None)
-            put(obj, "__pydantic_private__", None)
-            return obj
-
     def constructed(*values: Any) -> Any:
         return model.model_construct(**dict(zip(names, values)))
 
+    if first is None:
+        return constructed
     try:
         defaults = [model.model_fields[name].default for name in names]
         sample = tuple(
