@@ -59,43 +59,19 @@ from .api import _tool_list, compile_template
 from .compiler.regexinfo import lazy_group_split, may_backtrack, regex_only, word_key_head
 from .runtime.content import make_parser
 from .runtime.deltas import (
-    _UNSEEDED,
     DeltaStream,
     JsonScanner,
     Plan,
     TextField,
     arguments_text,
     call_id,
-    function_name,
+    message_dict,
     new_id,
 )
 
 __all__ = ["DeltaParser", "JsonScanner", "arguments_text", "to_message"]
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-def _message_dict(message: dict, reasoning_key: str, ids: Callable[[int, Any], str]) -> dict:
-    """``message`` (respc's) as a ChatCompletionMessage dict; ``ids(i, call)`` names call i."""
-    content = message.get("content")
-    out: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) and content else None}
-    reasoning = message.get("reasoning_content")
-    if isinstance(reasoning, str) and reasoning:
-        out[reasoning_key] = reasoning
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        out["tool_calls"] = [
-            {
-                "id": ids(index, call),
-                "type": "function",
-                "function": {
-                    "name": function_name(call.get("function") if isinstance(call, dict) else None),
-                    "arguments": arguments_text(call.get("function") if isinstance(call, dict) else call),
-                },
-            }
-            for index, call in enumerate(calls)
-        ]
-    return out
 
 
 def to_message(message: dict, *, reasoning_key: str = "reasoning_content", id_seed: Any = None) -> dict:
@@ -110,19 +86,19 @@ def to_message(message: dict, *, reasoning_key: str = "reasoning_content", id_se
     """
     if not isinstance(message, dict):
         raise TypeError(f"to_message: message must be a dict (a parsed message), got {type(message).__name__}")
+    if id_seed is None:  # the format's ids, else new ones from the shared generator
+        return message_dict(message, reasoning_key)  # (seeding one of its own would take 13 µs)
     made: list[random.Random] = []  # the seed's generator, made when a call needs an id
 
     def ids(index: int, call: Any) -> str:
         found = call_id(call)
         if found:
             return found
-        if id_seed is None:
-            return new_id(_UNSEEDED)  # (seeding a generator of its own would take 13 µs)
         if not made:
             made.append(random.Random(id_seed))
         return new_id(made[0])
 
-    return _message_dict(message, reasoning_key, ids)
+    return message_dict(message, reasoning_key, ids)
 
 
 def _placeholder(value: Any) -> str | None:
@@ -283,4 +259,4 @@ class DeltaParser(DeltaStream):
         def ids(index: int, call: Any) -> str:
             return sent[index] if index < len(sent) and sent[index] else (call_id(call) or self.new_id())
 
-        return _message_dict(self.message, self.reasoning_key, ids)
+        return message_dict(self.message, self.reasoning_key, ids)

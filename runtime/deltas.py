@@ -278,6 +278,43 @@ def call_id(call: Any) -> str | None:
     return found if isinstance(found, str) else str(found)
 
 
+def message_dict(message: dict, reasoning_key: str, ids: Any = None) -> dict:
+    """``message`` (respc's) as a ChatCompletionMessage dict (``respc.openai.to_message``):
+    ``ids(i, call)`` names call i; without ``ids``, a call keeps the id its format wrote and
+    any other gets a new random one (``new_id``). Here, compiled with the runtime, rather than
+    in respc/openai.py: it is most of a short output's ``to_message``."""
+    content = message.get("content")
+    out: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) and content else None}
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        out[reasoning_key] = reasoning
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        made = []
+        index = 0
+        for call in calls:
+            if ids is None:
+                found = call_id(call)
+                if not found:
+                    found = new_id(_UNSEEDED)
+            else:
+                found = ids(index, call)
+            function = call.get("function") if isinstance(call, dict) else None
+            made.append(
+                {
+                    "id": found,
+                    "type": "function",
+                    "function": {
+                        "name": function_name(function),
+                        "arguments": arguments_text(function if isinstance(call, dict) else call),
+                    },
+                }
+            )
+            index += 1
+        out["tool_calls"] = made
+    return out
+
+
 def _ends_open(text: str) -> bool:
     """Whether a text field's chunk is not sent as it is: it is empty, or it ends in
     whitespace (what ``str.strip`` strips), which the strip holds back."""

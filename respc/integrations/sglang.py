@@ -198,6 +198,10 @@ def _delimiters(compiled: CompiledTemplate) -> tuple[str, str, str, str | None]:
 #: and context; the detector itself holds what it read: ``_normal``, ``_calls``, ``_taken``)
 _HANDOFF: contextvars.ContextVar[Any] = contextvars.ContextVar("respc_sglang_handoff", default=None)
 
+#: ``json.dumps(value, ensure_ascii=False)``, its encoder made once (json makes one per call
+#: with any argument)
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
 #: a chunk's calls when it has none (never changed: SGLang's wrappers copy what they keep)
 _NO_CALLS: list = []
 
@@ -241,7 +245,9 @@ def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: lis
     """A whole output: ``(reasoning, content, calls)``, the calls as ``(index, name,
     arguments text)``, as ``respc.openai.to_message`` writes them (SGLang makes the ids):
     one parse of the whole text (``CompiledTemplate.parse``), no streaming machinery."""
-    message, _errors = compiled.parse(text, prefix=prefix or "", tools=tools, on_malformed="collect")
+    # (CompiledTemplate.parse(..., on_malformed="collect") without its checks: the text, the
+    # prefix and the tools list are the detector's own)
+    message = compiled.Parser.parse_whole(prefix or "", text, tools, [])
     reasoning = message.get("reasoning_content")
     content = message.get("content")
     calls = message.get("tool_calls")
@@ -261,14 +267,18 @@ def _whole(compiled: CompiledTemplate, text: str, prefix: str | None, tools: lis
 
 def _constructor(model: type, names: tuple[str, ...]):
     """``f(*values)``: an instance of the pydantic model ``model`` with these fields, as
-    ``model.model_construct`` makes it (no validation), made directly; ``model_construct``
-    itself where the direct one does not give the same instance (another pydantic)."""
+    ``model.model_construct`` makes it (no validation), made directly for a model of 2 or 3
+    fields; ``model_construct`` itself for others, or where the direct one does not give the
+    same instance (another pydantic)."""
     new, put = object.__new__, object.__setattr__
     fields = set(names)
+    # the values passed one by one, not packed and zipped with the names (a third of the
+    # cost, per call of a message): the models made here have 2 or 3 fields
+    first, second, third = (*names, None)[:3] if len(names) in (2, 3) else (None, None, None)
 
-    def direct(*values: Any) -> Any:
+    def direct(a: Any, b: Any, c: Any = None) -> Any:
         obj = new(model)
-        put(obj, "__dict__", dict(zip(names, values)))
+        put(obj, "__dict__", {first: a, second: b} if third is None else {first: a, second: b, third: c})
         put(obj, "__pydantic_fields_set__", fields)
         put(obj, "__pydantic_extra__", None)
         put(obj, "__pydantic_private__", None)
@@ -277,6 +287,8 @@ def _constructor(model: type, names: tuple[str, ...]):
     def constructed(*values: Any) -> Any:
         return model.model_construct(**dict(zip(names, values)))
 
+    if first is None:
+        return constructed
     try:
         defaults = [model.model_fields[name].default for name in names]
         sample = tuple(
@@ -293,7 +305,9 @@ def _constructor(model: type, names: tuple[str, ...]):
 class _ReasoningChunk:
     """A streaming result of the respc reasoning detector: what SGLang's ``ReasoningParser``
     reads of its ``StreamingParseResult`` (``normal_text``, ``reasoning_text``), made
-    without SGLang's class (a chunk's result is read once, then dropped)."""
+    without SGLang's class. SGLang's wrapper reads a chunk's result at once and drops it, so
+    each detector returns one object of its own, set anew per chunk (making one per chunk
+    cost as much as the rest of the glue)."""
 
     __slots__ = ("normal_text", "reasoning_text")
 
@@ -306,7 +320,9 @@ class _ToolChunk:
     """A streaming result of the respc tool detector: what SGLang's ``FunctionCallParser``
     reads of its ``StreamingParseResult`` (``normal_text``, ``calls``). SGLang's pydantic
     model costs more to make than respc's parse of a chunk; the one-shot results
-    (``detect_and_parse``, whose calls the server may ``model_dump``) are SGLang's own."""
+    (``detect_and_parse``, whose calls the server may ``model_dump``) are SGLang's own. As
+    ``_ReasoningChunk``: one per detector, set anew per chunk (SGLang's wrapper copies the
+    calls into a list of its own at once)."""
 
     __slots__ = ("normal_text", "calls")
 
@@ -437,6 +453,7 @@ def _make_classes() -> tuple[type, type]:
             self._calls: list = _NO_CALLS
             self._taken = True
             self._claimed = False  # a tool detector paired with this one: no hand-over var
+            self._out = _ReasoningChunk("", "")  # the chunk's result (see _ReasoningChunk)
 
         # what the server asks of the response-template kind
         def get_think_end_token_ids(self, tokenizer: Any) -> list[int]:
@@ -505,7 +522,10 @@ def _make_classes() -> tuple[type, type]:
                     if text is not None:
                         self._normal = text
                         self._calls = _NO_CALLS
-                        return _ReasoningChunk(text, "")
+                        out = self._out
+                        out.normal_text = text
+                        out.reasoning_text = ""
+                        return out
                     calls = delta.get("tool_calls")
                     if calls is not None and len(calls) == 1:  # an argument fragment
                         call = calls[0]
@@ -520,7 +540,10 @@ def _make_classes() -> tuple[type, type]:
             if reasoning and not self.stream_reasoning:
                 self._held_reasoning.append(reasoning)
                 reasoning = ""
-            return _ReasoningChunk(content, reasoning)
+            out = self._out
+            out.normal_text = content
+            out.reasoning_text = reasoning
+            return out
 
         def finish(self):
             if self._done:
@@ -577,6 +600,7 @@ def _make_classes() -> tuple[type, type]:
             self._index: dict[int, int] = {}  # respc's call index -> the index sent (-1: dropped)
             self._paired: Any = None  # the reasoning detector whose parse this one takes
             self._last: tuple[str, tuple] | None = None  # (text, parse) of a whole parse
+            self._out = _ToolChunk("", _NO_CALLS)  # the chunk's result (see _ToolChunk)
 
         @property
         def _tools(self) -> list[dict] | None:
@@ -693,7 +717,10 @@ def _make_classes() -> tuple[type, type]:
             ):  # the paired parse handed this text over: its calls (most chunks)
                 paired._taken = True
                 calls = paired._calls
-                return _ToolChunk(new_text, self._items(calls) if calls else _NO_CALLS)
+                out = self._out
+                out.normal_text = new_text
+                out.calls = self._items(calls) if calls else _NO_CALLS
+                return out
             return self._step(new_text, False)
 
         def _step(self, new_text: str, final: bool):
@@ -728,7 +755,7 @@ def _make_classes() -> tuple[type, type]:
                     value = json.loads(text)
                 except ValueError:
                     continue
-                if json.dumps(value, ensure_ascii=False) == text:
+                if _ENCODE(value) == text:
                     call["arguments"] = value
 
         def finish(self, tools: Any):
