@@ -82,8 +82,8 @@ _whole = driver.whole
 
 
 def _expected(family: str, case: dict, tools) -> dict:
-    """respc's own message; without tools in the request vLLM's server returns no calls
-    (tool_choice is "none"), so a call the model writes anyway is not in it."""
+    """respc's own message (without tools in the request vLLM's server returns no calls:
+    tool_choice is "none", and :func:`_check_shown` checks a call the model writes anyway)."""
     message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools))
     calls = message.get("tool_calls") or [] if tools else []
     return {
@@ -91,6 +91,42 @@ def _expected(family: str, case: dict, tools) -> dict:
         "reasoning": message.get("reasoning_content") or None,
         "tool_calls": [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls],
     }
+
+
+def _call_texts(family: str, prefix: str, output: str) -> list[str]:
+    """Each tool region of ``output`` as written (delimiters included, stripped), from
+    respc's events with offsets."""
+    compiled = respc.load(family)
+    parser = compiled.parser(prefix=prefix, spans=True, on_malformed="event")
+    base = len(compiled.Parser.cut_prefix(prefix)) if prefix else 0
+    events = [*parser.initial_events, *parser.feed(output), *parser.finalize()[1]]
+    texts, start = [], None
+    for event in events:
+        if event.get("field") != "tool_calls":
+            continue
+        if event["type"] == "region_open":
+            start = event["start"]
+        elif event["type"] in ("region_close", "region_malformed") and start is not None:
+            texts.append(output[max(start - base, 0) : event["end"] - base].strip())
+            start = None
+    return texts
+
+
+def _check_shown(got: dict, family: str, case: dict, stop: str, label) -> None:
+    """With tool parsing off, a call is shown as content: each tool region's text as
+    written, in order, and the rest is respc's content (whitespace aside); reasoning as
+    respc parses it; no calls."""
+    message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"]))
+    texts = _call_texts(family, case["prefix"], case["output"] + stop)
+    assert texts, (family, case["name"])
+    assert got["tool_calls"] == [] and got["reasoning"] == (message.get("reasoning_content") or None), (label, got)
+    rest, at = got["content"] or "", 0
+    for text in texts:
+        found = rest.find(text, at)
+        assert found >= 0, (label, text, got["content"])
+        rest = rest[:found] + " " + rest[found + len(text) :]
+        at = found
+    assert rest.split() == (message.get("content") or "").split(), (label, rest, message.get("content"))
 
 
 def _check(family: str, name: str) -> None:
@@ -102,14 +138,18 @@ def _check(family: str, name: str) -> None:
     stop = driver.stop_token(data, case, tools)
     output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
     want = _expected(family, case, tools)
+    shown = not tools and bool(respc.parse_response(case["output"], family, prefix=case["prefix"]).get("tool_calls"))
     request = _render(tok, parser_cls, _request(tools, stream=True), prompt_ids)
     assert request.skip_special_tokens is False  # the format's markers are special tokens here
     has_stop = bool(stop) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
-    for per_delta in (1, 4):
-        got = _stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, per_delta)
-        assert got == want, (family, name, per_delta, got, want)
-    got = _whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop)
-    assert got == want, (family, name, "whole", got, want)
+    results = {per_delta: _stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, per_delta) for per_delta in (1, 4)}
+    results["whole"] = _whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop)
+    for label, got in results.items():
+        if shown:
+            _check_shown(got, family, case, stop, (family, name, label))
+        else:
+            assert got == want, (family, name, label, got, want)
+    assert results[1] == results[4] == results["whole"], (family, name, results)
 
 
 @pytest.mark.parametrize("family,name", _cases(QUICK))
@@ -255,6 +295,52 @@ def test_guarantees_get_the_template_grammar(ask):
     from vllm.parser.abstract_parser import structured_outputs_to_format
 
     assert structured_outputs_to_format(request.structured_outputs) is not None  # xgrammar's model takes it
+
+
+def test_tool_choice_none_shows_calls_as_content():
+    """tool_choice="none": vLLM's server returns no calls, and the call the model writes
+    anyway reaches the client as content, as written (as vLLM's own response_template and
+    legacy parsers show it), streamed or not; so it does without a tool parser."""
+    data, case = _case("qwen3", "text_around_calls")
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    want = {
+        "content": f"Let me check the forecast.\n{call}\nI will report back once it returns.",
+        "reasoning": "The user wants a 3-day forecast for Paris. I should call get_weather with city Paris and days 3.",
+        "tool_calls": [],
+    }
+    tok, parser_cls = _server("qwen3")
+    alone = ParserManager.get_parser(reasoning_parser_name="respc", model_name="qwen3", tokenizer=tok)
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    for cls, extra in ((parser_cls, {"tool_choice": "none"}), (alone, {})):
+        request = _request(data["tools"], stream=True, **extra)
+        for per_delta in (1, 4):
+            assert _stream(tok, cls, request, prompt_ids, output_ids, True, per_delta) == want, (cls, per_delta)
+        assert _whole(tok, cls, request, prompt_ids, output_ids, True) == want, cls
+    # the same output with tool_choice="auto" is a call
+    request = _request(data["tools"], stream=True)
+    assert _stream(tok, parser_cls, request, prompt_ids, output_ids, True, 4)["tool_calls"] == [("get_weather", {"city": "Paris", "days": 3})]
+
+
+@pytest.mark.parametrize("family", QUICK)
+def test_tool_choice_none_every_call_sample(family):
+    """Each sample with a call, requested with tools and tool_choice="none": shown as
+    content (see _check_shown), the same streamed (1 and 4 tokens per delta) and whole."""
+    data = samples(family)
+    tok, parser_cls = _server(family)
+    for case in data["cases"]:
+        if case.get("cut") or not respc.parse_response(case["output"], family, prefix=case["prefix"]).get("tool_calls"):
+            continue
+        prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+        stop = driver.stop_token(data, case, data["tools"])
+        output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
+        has_stop = bool(stop) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
+        request = _render(tok, parser_cls, _request(data["tools"], stream=True, tool_choice="none"), prompt_ids)
+        results = [_stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, n) for n in (1, 4)]
+        results.append(_whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop))
+        for label, got in zip((1, 4, "whole"), results):
+            _check_shown(got, family, case, stop, (family, case["name"], label))
+        assert results[0] == results[1] == results[2], (family, case["name"], results)
 
 
 @pytest.mark.slow
