@@ -80,14 +80,55 @@ def prompt_text(tokenizer: Any, compiled: CompiledTemplate, ids: Sequence[int]) 
     no start anchor is found. The parser cuts the prompt at the same anchor either way."""
     n = len(ids)
     cut = compiled.Parser.cut_prefix
+    decoded = _decoder(tokenizer)
     take = _TAIL
     while take < n:
-        text = decode(tokenizer, ids[n - take :])
+        text = decoded(ids[n - take :])
         rest = cut(text)
         if len(text) - len(rest) >= _MARGIN:  # the anchor is in the tail, clear of its start
             return text
         take *= 4
-    return decode(tokenizer, ids)
+    return decoded(ids)
+
+
+def _decoder(tokenizer: Any) -> Any:
+    """``ids -> text`` for ``tokenizer`` as the engine decodes output (``_common.decode``:
+    special tokens kept, no clean-up), cached per tokenizer. For transformers' tokenizers
+    over the ``tokenizers`` library that is its backend's ``decode(ids,
+    skip_special_tokens=False)``, which transformers' own ``decode`` calls after some 30 µs
+    of its own (checking each id's type): called straight, once checked to decode a
+    sample of ids as ``_common.decode`` does."""
+    found = tokenizer.__dict__.get("_respc_decoder") if hasattr(tokenizer, "__dict__") else None
+    if found is not None:
+        return found
+
+    def slow(ids: Any) -> str:
+        return decode(tokenizer, ids)
+
+    found = slow
+    backend = getattr(tokenizer, "_tokenizer", None)
+    cls = type(tokenizer)
+    if (
+        type(backend).__module__.partition(".")[0] == "tokenizers"
+        and callable(getattr(backend, "decode", None))
+        and all(getattr(getattr(cls, name, None), "__module__", "").startswith("transformers.") for name in ("decode", "_decode"))
+    ):
+        raw = backend.decode
+
+        def fast(ids: Any) -> str:
+            return raw(ids if type(ids) is list else list(ids), skip_special_tokens=False)
+
+        try:
+            sample = list(range(min(len(tokenizer), 512)))
+            if fast(sample) == slow(sample) and fast(sample[-7:]) == slow(sample[-7:]):
+                found = fast
+        except Exception:
+            pass
+    try:
+        tokenizer._respc_decoder = found
+    except Exception:  # a tokenizer that takes no attributes: checked each time
+        pass
+    return found
 
 
 def _token_text(tokenizer: Any, token_id: int) -> str:
@@ -95,17 +136,18 @@ def _token_text(tokenizer: Any, token_id: int) -> str:
     cache = tokenizer.__dict__.setdefault("_respc_token_texts", {}) if hasattr(tokenizer, "__dict__") else {}
     text = cache.get(token_id)
     if text is None:
-        text = cache[token_id] = decode(tokenizer, [token_id])
+        text = cache[token_id] = _decoder(tokenizer)([token_id])
     return text
 
 
-def _unvalidated(cls: type, key: str | None = None) -> Any:
+def _unvalidated(cls: type, keys: tuple[str, ...] | None = None) -> Any:
     """A maker of ``cls`` instances (pydantic models) that skips validation: the values are
     respc's, of the fields' types already, and validating a DeltaMessage (vLLM's models log
     unknown fields in a wrap validator) costs more per chunk than respc's parse of the chunk.
     ``model_construct`` is no way out: it inspects each default factory on every call.
-    ``make(**values)``; with ``key``, ``make(value)``: an instance with that one field set
-    (a chunk's text delta, made without a keyword dict). Use it through :func:`_checked`."""
+    ``make(**values)``; with ``keys``, ``make(*values)``: an instance with those fields set
+    (a chunk's text delta, an argument fragment), made without a keyword dict. Use it
+    through :func:`_checked`."""
     fields = cls.model_fields
     base = {name: field.get_default(call_default_factory=False) for name, field in fields.items()}
     factories = tuple((name, field.default_factory) for name, field in fields.items() if field.default_factory is not None)
@@ -126,24 +168,39 @@ def _unvalidated(cls: type, key: str | None = None) -> Any:
         set_attribute(made, "__pydantic_private__", None)
         return made
 
-    if key is None:
+    if keys is None:
         return make
-    if factories == ((factories[0][0], list),) and factories[0][0] != key and extra:  # DeltaMessage: tool_calls=[]
-        listed = factories[0][0]
+    fresh = tuple((name, factory) for name, factory in factories if name not in keys)
+    if len(keys) == 1:
+        (key,) = keys
 
         def make_one(value: Any) -> Any:
             made = new(cls)
             state = base.copy()
-            state[listed] = []
+            for name, factory in fresh:
+                state[name] = factory()
             state[key] = value
             set_attribute(made, "__dict__", state)
             set_attribute(made, "__pydantic_fields_set__", {key})
-            set_attribute(made, "__pydantic_extra__", {})
+            set_attribute(made, "__pydantic_extra__", {} if extra else None)
             set_attribute(made, "__pydantic_private__", None)
             return made
 
         return make_one
-    return lambda value: make(**{key: value})
+
+    def make_these(*values: Any) -> Any:
+        made = new(cls)
+        state = base.copy()
+        for name, factory in fresh:
+            state[name] = factory()
+        state.update(zip(keys, values))
+        set_attribute(made, "__dict__", state)
+        set_attribute(made, "__pydantic_fields_set__", set(keys))
+        set_attribute(made, "__pydantic_extra__", {} if extra else None)
+        set_attribute(made, "__pydantic_private__", None)
+        return made
+
+    return make_these
 
 
 def _same(made: Any, validated: Any) -> bool:
@@ -152,25 +209,31 @@ def _same(made: Any, validated: Any) -> bool:
     ) == validated.model_dump_json(exclude_unset=True)
 
 
-def _checked(cls: type, *samples: dict, key: str | None = None) -> Any:
+def _checked(cls: type, *samples: dict, keys: tuple[str, ...] | None = None) -> Any:
     """:func:`_unvalidated`'s maker, checked once against the validating constructor on
     ``samples`` (the same ``model_dump`` and ``model_dump_json(exclude_unset=True)``);
     where this pydantic builds models otherwise, the validating constructor."""
-    make = _unvalidated(cls, key)
+    make = _unvalidated(cls, keys)
     try:
-        if all(_same(make(sample[key]) if key else make(**sample), cls(**sample)) for sample in samples):
+        if all(_same(make(*(sample[k] for k in keys)) if keys else make(**sample), cls(**sample)) for sample in samples):
             return make
     except Exception:
         pass
-    return cls if key is None else (lambda value: cls(**{key: value}))
+    if keys is None:
+        return cls
+    return lambda *values: cls(**dict(zip(keys, values)))
 
 
-_function_of = _checked(DeltaFunctionCall, {"name": "f", "arguments": "{"})
-_tool_call_of = _checked(DeltaToolCall, {"index": 0, "id": "c", "type": "function", "function": _function_of(name="f")})
+_function_of = _checked(DeltaFunctionCall, {"name": "f", "arguments": "{"}, {"arguments": "{"})
+_tool_call_of = _checked(DeltaToolCall, {"index": 0, "id": "c", "type": "function", "function": _function_of(name="f")}, {"index": 1})
 _message_of = _checked(DeltaMessage, {"content": "a", "reasoning": "b", "tool_calls": [_tool_call_of(index=0)]}, {"content": "a"})
 #: a chunk's one text delta: ``DeltaMessage(content=text)`` / ``DeltaMessage(reasoning=text)``
-_content_of = _checked(DeltaMessage, {"content": "a"}, key="content")
-_reasoning_of = _checked(DeltaMessage, {_REASONING: "a"}, key=_REASONING)
+_content_of = _checked(DeltaMessage, {"content": "a"}, keys=("content",))
+_reasoning_of = _checked(DeltaMessage, {_REASONING: "a"}, keys=(_REASONING,))
+#: an argument fragment: ``DeltaToolCall(index=i, function=DeltaFunctionCall(arguments=text))``
+_arguments_of = _checked(DeltaFunctionCall, {"arguments": "{"}, keys=("arguments",))
+_fragment_of = _checked(DeltaToolCall, {"index": 0, "function": _arguments_of("{")}, keys=("index", "function"))
+_calls_of = _checked(DeltaMessage, {"tool_calls": [_fragment_of(0, _arguments_of("{"))]}, keys=("tool_calls",))
 
 
 # --- request helpers --------------------------------------------------------------------
@@ -403,6 +466,9 @@ class _Stream:
             piece = delta.get(_REASONING)
             if piece is not None:
                 return _reasoning_of(piece)
+            calls = delta.get("tool_calls")
+            if calls is not None and len(calls) == 1:  # one call's delta (an argument fragment)
+                return _calls_of([self._call(calls[0])])
         return self._message(out)
 
     def _step_shown(
@@ -473,6 +539,8 @@ class _Stream:
             elif "tool_calls" in delta:
                 for call in delta["tool_calls"]:
                     calls.append(self._call(call))
+        if not (content or reasoning):
+            return _calls_of(calls) if calls else None
         fields: dict[str, Any] = {}
         if reasoning:
             fields["reasoning"] = "".join(reasoning)
@@ -480,7 +548,7 @@ class _Stream:
             fields["content"] = "".join(content)
         if calls:
             fields["tool_calls"] = calls
-        return _message_of(**fields) if fields else None
+        return _message_of(**fields)
 
     def _call(self, call: dict) -> DeltaToolCall:
         function = call.get("function") or {}
@@ -499,11 +567,13 @@ class _Stream:
                 # kept as fragments, joined into the parser's lists when the stream ends:
                 # adding each to a growing string copies the argument per chunk
                 self.args.setdefault(index, []).append(arguments)
+        if len(call) == 2 and len(function) == 1 and arguments is not None:  # most: an argument fragment
+            return _fragment_of(index, _arguments_of(arguments))
+        # the fields the delta has, no more (as the validating constructors leave the
+        # others unset, and the server's exclude_unset leaves them out of the chunk)
         return _tool_call_of(
-            index=index,
-            id=call.get("id"),
-            type=call.get("type"),
-            function=_function_of(name=function.get("name"), arguments=arguments),
+            **{key: call[key] for key in ("index", "id", "type") if call.get(key) is not None},
+            function=_function_of(**{key: value for key, value in function.items() if value is not None}),
         )
 
 
@@ -814,21 +884,19 @@ class RespcParser(Parser):
             self._enable_auto_tools = enable_auto_tools
         self._tools_given = tools  # as the server gives them (request.tools): read once, when a stream starts
         self._tools: list[dict] | None = None
-        self._prompt_ids: list[int] | None = None
-        self._prompt_given: Any = None  # the sequence they were given as
+        self._prompt_ids: Sequence[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
         self._counter: _ReasoningCount | None = None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
-        if prompt_token_ids is self._prompt_given:
+        known = self._prompt_ids
+        if known is not None and (
+            prompt_token_ids is known or (len(prompt_token_ids) == len(known) and list(prompt_token_ids) == list(known))
+        ):
             return
-        ids = list(prompt_token_ids)
-        self._prompt_given = prompt_token_ids
-        if ids == self._prompt_ids:
-            return
-        self._prompt_ids = ids
-        self._prefix = prompt_text(self.model_tokenizer, self.compiled, ids)
+        self._prompt_ids = prompt_token_ids  # (kept as given: a long prompt is not copied)
+        self._prefix = prompt_text(self.model_tokenizer, self.compiled, prompt_token_ids)
         self._stream = None
         self.__dict__.pop("parse_delta", None)  # (the last stream's step, see parse_delta)
         self._counter = None
