@@ -93,40 +93,9 @@ def _expected(family: str, case: dict, tools) -> dict:
     }
 
 
-def _call_texts(family: str, prefix: str, output: str) -> list[str]:
-    """Each tool region of ``output`` as written (delimiters included, stripped), from
-    respc's events with offsets."""
-    compiled = respc.load(family)
-    parser = compiled.parser(prefix=prefix, spans=True, on_malformed="event")
-    base = len(compiled.Parser.cut_prefix(prefix)) if prefix else 0
-    events = [*parser.initial_events, *parser.feed(output), *parser.finalize()[1]]
-    texts, start = [], None
-    for event in events:
-        if event.get("field") != "tool_calls":
-            continue
-        if event["type"] == "region_open":
-            start = event["start"]
-        elif event["type"] in ("region_close", "region_malformed") and start is not None:
-            texts.append(output[max(start - base, 0) : event["end"] - base].strip())
-            start = None
-    return texts
-
-
 def _check_shown(got: dict, family: str, case: dict, stop: str, label) -> None:
-    """With tool parsing off, a call is shown as content: each tool region's text as
-    written, in order, and the rest is respc's content (whitespace aside); reasoning as
-    respc parses it; no calls."""
-    message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"]))
-    texts = _call_texts(family, case["prefix"], case["output"] + stop)
-    assert texts, (family, case["name"])
-    assert got["tool_calls"] == [] and got["reasoning"] == (message.get("reasoning_content") or None), (label, got)
-    rest, at = got["content"] or "", 0
-    for text in texts:
-        found = rest.find(text, at)
-        assert found >= 0, (label, text, got["content"])
-        rest = rest[:found] + " " + rest[found + len(text) :]
-        at = found
-    assert rest.split() == (message.get("content") or "").split(), (label, rest, message.get("content"))
+    problem = driver.shown_problem(got, family, case, stop)
+    assert problem is None, (label, problem, got)
 
 
 def _check(family: str, name: str) -> None:
