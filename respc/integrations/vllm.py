@@ -431,7 +431,6 @@ class _Stream:
         self.tool_text = _ToolText(compiled, prefix) if shown else None
         if shown:
             self.tool_text.take(self.deltas.events)  # the prompt's events (its own text shows nothing)
-            self.step = self._step_shown
         self.tool_parser = tool_parser
         self.done = False
         self.before = ""  # the text of the chunk before the last (a stop token's text may end it)
@@ -446,8 +445,13 @@ class _Stream:
         return text
 
     def step(
-        self, delta_text: str, delta_token_ids: Sequence[int] = (), request: Any = None,
-        prompt_token_ids: Any = None, *, finished: bool = False,
+        self,
+        delta_text: str,
+        delta_token_ids: Sequence[int] = (),
+        request: Any = None,
+        prompt_token_ids: Any = None,
+        *,
+        finished: bool = False,
     ) -> DeltaMessage | None:
         """One engine output's delta; the parser's ``parse_delta`` once its stream runs."""
         if finished:
@@ -455,6 +459,11 @@ class _Stream:
         if not delta_text or self.done:
             return None
         self.before = delta_text
+        shown = self.tool_text
+        if shown is not None:  # tool calls shown as content
+            shown.fed(delta_text)
+            out = self.deltas.feed(delta_text)
+            return self._shown(out, shown.take(self.deltas.events))
         out = self.deltas.feed(delta_text)
         if not out:
             return None
@@ -470,20 +479,6 @@ class _Stream:
             if calls is not None and len(calls) == 1:  # one call's delta (an argument fragment)
                 return _calls_of([self._call(calls[0])])
         return self._message(out)
-
-    def _step_shown(
-        self, delta_text: str, delta_token_ids: Sequence[int] = (), request: Any = None,
-        prompt_token_ids: Any = None, *, finished: bool = False,
-    ) -> DeltaMessage | None:
-        """:meth:`step` with tool calls shown as content."""
-        if finished:
-            return self._finish(delta_text, delta_token_ids)
-        if not delta_text or self.done:
-            return None
-        self.before = delta_text
-        self.tool_text.fed(delta_text)
-        out = self.deltas.feed(delta_text)
-        return self._shown(out, self.tool_text.take(self.deltas.events))
 
     def _finish(self, text: str, token_ids: Sequence[int]) -> DeltaMessage | None:
         if self.done:
