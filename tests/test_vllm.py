@@ -211,6 +211,37 @@ def test_tool_parser_state_is_what_was_sent():
     assert tool.get_remaining_unstreamed_args() == ""
 
 
+def test_argument_fragments_carry_only_their_fields():
+    """What the server serializes (``exclude_unset``): a call's first delta has its id, type
+    and name, each later fragment only its index and arguments (no ``"id": null``), as
+    vLLM's own parsers and the OpenAI API send them."""
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tok, parser_cls = _server("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    request = _request(data["tools"], stream=True)
+    sent = []
+    for delta, _ in driver.run_steps(driver.new_stream(tok, parser_cls, request), request, prompt_ids, driver.steps_of(tok, output_ids, True, 1)):
+        if delta is not None and delta.tool_calls:
+            sent += json.loads(delta.model_dump_json(exclude_unset=True))["tool_calls"]
+    assert sent[0]["id"] and sent[0]["type"] == "function" and sent[0]["function"]["name"] == "get_weather"
+    assert len(sent) > 2 and all(set(call) == {"index", "function"} and set(call["function"]) == {"arguments"} for call in sent[1:])
+
+
+def test_prompt_decoded_as_the_tokenizer_decodes():
+    """The prompt's tail goes through the tokenizers backend (transformers' decode only wraps
+    it): the same text as the tokenizer's own decode with special tokens kept."""
+    from respc.integrations._common import decode
+
+    tok = _tokenizer("qwen3")
+    _, case = _case("qwen3", "multi_turn")
+    ids = tok.encode(case["prefix"], add_special_tokens=False)
+    decoded = plugin._decoder(tok)
+    assert decoded.__name__ == "fast"  # (a transformers tokenizer over the tokenizers library)
+    assert decoded(ids) == decode(tok, ids) == case["prefix"]
+    assert plugin.prompt_text(tok, respc.load("qwen3"), ids) == decode(tok, ids[-plugin._TAIL :])  # the turn is in the tail
+
+
 def test_reasoning_end_looks_at_the_current_turn():
     tok, parser_cls = _server("qwen3")
     _, case = _case("qwen3", "reasoning_answer")
