@@ -212,10 +212,13 @@ def _same(made: Any, validated: Any) -> bool:
 def _checked(cls: type, *samples: dict, keys: tuple[str, ...] | None = None) -> Any:
     """:func:`_unvalidated`'s maker, checked once against the validating constructor on
     ``samples`` (the same ``model_dump`` and ``model_dump_json(exclude_unset=True)``);
-    where this pydantic builds models otherwise, the validating constructor."""
+    where this pydantic builds models otherwise, or a field's default is mutable (pydantic
+    copies it per instance, the makers would share it), the validating constructor."""
     make = _unvalidated(cls, keys)
+    defaults = [field.default for field in cls.model_fields.values() if field.default_factory is None and not field.is_required()]
+    shared = any(not isinstance(value, (type(None), str, int, float, bool, tuple, frozenset)) for value in defaults)
     try:
-        if all(_same(make(*(sample[k] for k in keys)) if keys else make(**sample), cls(**sample)) for sample in samples):
+        if not shared and all(_same(make(*(sample[k] for k in keys)) if keys else make(**sample), cls(**sample)) for sample in samples):
             return make
     except Exception:
         pass
