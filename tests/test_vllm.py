@@ -82,8 +82,8 @@ _whole = driver.whole
 
 
 def _expected(family: str, case: dict, tools) -> dict:
-    """respc's own message; without tools in the request vLLM's server returns no calls
-    (tool_choice is "none"), so a call the model writes anyway is not in it."""
+    """respc's own message (without tools in the request vLLM's server returns no calls:
+    tool_choice is "none", and :func:`_check_shown` checks a call the model writes anyway)."""
     message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"], tools=tools))
     calls = message.get("tool_calls") or [] if tools else []
     return {
@@ -91,6 +91,11 @@ def _expected(family: str, case: dict, tools) -> dict:
         "reasoning": message.get("reasoning_content") or None,
         "tool_calls": [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls],
     }
+
+
+def _check_shown(got: dict, family: str, case: dict, stop: str, label) -> None:
+    problem = driver.shown_problem(got, family, case, stop)
+    assert problem is None, (label, problem, got)
 
 
 def _check(family: str, name: str) -> None:
@@ -102,14 +107,18 @@ def _check(family: str, name: str) -> None:
     stop = driver.stop_token(data, case, tools)
     output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
     want = _expected(family, case, tools)
+    shown = not tools and bool(respc.parse_response(case["output"], family, prefix=case["prefix"]).get("tool_calls"))
     request = _render(tok, parser_cls, _request(tools, stream=True), prompt_ids)
     assert request.skip_special_tokens is False  # the format's markers are special tokens here
     has_stop = bool(stop) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
-    for per_delta in (1, 4):
-        got = _stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, per_delta)
-        assert got == want, (family, name, per_delta, got, want)
-    got = _whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop)
-    assert got == want, (family, name, "whole", got, want)
+    results = {per_delta: _stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, per_delta) for per_delta in (1, 4)}
+    results["whole"] = _whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop)
+    for label, got in results.items():
+        if shown:
+            _check_shown(got, family, case, stop, (family, name, label))
+        else:
+            assert got == want, (family, name, label, got, want)
+    assert results[1] == results[4] == results["whole"], (family, name, results)
 
 
 @pytest.mark.parametrize("family,name", _cases(QUICK))
@@ -202,6 +211,37 @@ def test_tool_parser_state_is_what_was_sent():
     assert tool.get_remaining_unstreamed_args() == ""
 
 
+def test_argument_fragments_carry_only_their_fields():
+    """What the server serializes (``exclude_unset``): a call's first delta has its id, type
+    and name, each later fragment only its index and arguments (no ``"id": null``), as
+    vLLM's own parsers and the OpenAI API send them."""
+    data, case = _case("qwen3", "reasoning_tool_call")
+    tok, parser_cls = _server("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    request = _request(data["tools"], stream=True)
+    sent = []
+    for delta, _ in driver.run_steps(driver.new_stream(tok, parser_cls, request), request, prompt_ids, driver.steps_of(tok, output_ids, True, 1)):
+        if delta is not None and delta.tool_calls:
+            sent += json.loads(delta.model_dump_json(exclude_unset=True))["tool_calls"]
+    assert sent[0]["id"] and sent[0]["type"] == "function" and sent[0]["function"]["name"] == "get_weather"
+    assert len(sent) > 2 and all(set(call) == {"index", "function"} and set(call["function"]) == {"arguments"} for call in sent[1:])
+
+
+def test_prompt_decoded_as_the_tokenizer_decodes():
+    """The prompt's tail goes through the tokenizers backend (transformers' decode only wraps
+    it): the same text as the tokenizer's own decode with special tokens kept."""
+    from respc.integrations._common import decode
+
+    tok = _tokenizer("qwen3")
+    _, case = _case("qwen3", "multi_turn")
+    ids = tok.encode(case["prefix"], add_special_tokens=False)
+    decoded = plugin._decoder(tok)
+    assert decoded.__name__ == "fast"  # (a transformers tokenizer over the tokenizers library)
+    assert decoded(ids) == decode(tok, ids) == case["prefix"]
+    assert plugin.prompt_text(tok, respc.load("qwen3"), ids) == decode(tok, ids[-plugin._TAIL :])  # the turn is in the tail
+
+
 def test_reasoning_end_looks_at_the_current_turn():
     tok, parser_cls = _server("qwen3")
     _, case = _case("qwen3", "reasoning_answer")
@@ -255,6 +295,52 @@ def test_guarantees_get_the_template_grammar(ask):
     from vllm.parser.abstract_parser import structured_outputs_to_format
 
     assert structured_outputs_to_format(request.structured_outputs) is not None  # xgrammar's model takes it
+
+
+def test_tool_choice_none_shows_calls_as_content():
+    """tool_choice="none": vLLM's server returns no calls, and the call the model writes
+    anyway reaches the client as content, as written (as vLLM's own response_template and
+    legacy parsers show it), streamed or not; so it does without a tool parser."""
+    data, case = _case("qwen3", "text_around_calls")
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    want = {
+        "content": f"Let me check the forecast.\n{call}\nI will report back once it returns.",
+        "reasoning": "The user wants a 3-day forecast for Paris. I should call get_weather with city Paris and days 3.",
+        "tool_calls": [],
+    }
+    tok, parser_cls = _server("qwen3")
+    alone = ParserManager.get_parser(reasoning_parser_name="respc", model_name="qwen3", tokenizer=tok)
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    for cls, extra in ((parser_cls, {"tool_choice": "none"}), (alone, {})):
+        request = _request(data["tools"], stream=True, **extra)
+        for per_delta in (1, 4):
+            assert _stream(tok, cls, request, prompt_ids, output_ids, True, per_delta) == want, (cls, per_delta)
+        assert _whole(tok, cls, request, prompt_ids, output_ids, True) == want, cls
+    # the same output with tool_choice="auto" is a call
+    request = _request(data["tools"], stream=True)
+    assert _stream(tok, parser_cls, request, prompt_ids, output_ids, True, 4)["tool_calls"] == [("get_weather", {"city": "Paris", "days": 3})]
+
+
+@pytest.mark.parametrize("family", QUICK)
+def test_tool_choice_none_every_call_sample(family):
+    """Each sample with a call, requested with tools and tool_choice="none": shown as
+    content (see _check_shown), the same streamed (1 and 4 tokens per delta) and whole."""
+    data = samples(family)
+    tok, parser_cls = _server(family)
+    for case in data["cases"]:
+        if case.get("cut") or not respc.parse_response(case["output"], family, prefix=case["prefix"]).get("tool_calls"):
+            continue
+        prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+        stop = driver.stop_token(data, case, data["tools"])
+        output_ids = tok.encode(case["output"] + stop, add_special_tokens=False)
+        has_stop = bool(stop) or any(case["output"].endswith(e) for e in data.get("end_tokens") or [])
+        request = _render(tok, parser_cls, _request(data["tools"], stream=True, tool_choice="none"), prompt_ids)
+        results = [_stream(tok, parser_cls, request, prompt_ids, output_ids, has_stop, n) for n in (1, 4)]
+        results.append(_whole(tok, parser_cls, request, prompt_ids, output_ids, has_stop))
+        for label, got in zip((1, 4, "whole"), results):
+            _check_shown(got, family, case, stop, (family, case["name"], label))
+        assert results[0] == results[1] == results[2], (family, case["name"], results)
 
 
 @pytest.mark.slow

@@ -48,6 +48,52 @@ def stop_token(data: dict, case: dict, tools) -> str:
     return ""
 
 
+def call_texts(family: str, prefix: str, output: str) -> list[str]:
+    """Each tool region of ``output`` as written (delimiters included, stripped), from
+    respc's events with offsets."""
+    import respc
+
+    compiled = respc.load(family)
+    parser = compiled.parser(prefix=prefix, spans=True, on_malformed="event")
+    base = len(compiled.Parser.cut_prefix(prefix)) if prefix else 0
+    events = [*parser.initial_events, *parser.feed(output), *parser.finalize()[1]]
+    texts, start = [], None
+    for event in events:
+        if event.get("field") != "tool_calls":
+            continue
+        if event["type"] == "region_open":
+            start = event["start"]
+        elif event["type"] in ("region_close", "region_malformed") and start is not None:
+            texts.append(output[max(start - base, 0) : event["end"] - base].strip())
+            start = None
+    return texts
+
+
+def shown_problem(got: dict, family: str, case: dict, stop: str) -> str | None:
+    """What is wrong with ``got`` (an accumulated message, see :func:`accumulate`) for an
+    output whose calls are shown as content (tool parsing off: tool_choice="none"), None if
+    nothing: no calls, reasoning as respc parses it, each tool region's text as written
+    in the content in order, and the rest of the content respc's (whitespace aside)."""
+    import respc
+    from respc.openai import to_message
+
+    message = to_message(respc.parse_response(case["output"], family, prefix=case["prefix"]))
+    if got["tool_calls"]:
+        return "calls returned"
+    if got["reasoning"] != (message.get("reasoning_content") or None):
+        return "reasoning differs"
+    rest, at = got["content"] or "", 0
+    for text in call_texts(family, case["prefix"], case["output"] + stop):
+        found = rest.find(text, at)
+        if found < 0:
+            return f"call text not in the content: {text!r}"
+        rest = rest[:found] + " " + rest[found + len(text) :]
+        at = found
+    if rest.split() != (message.get("content") or "").split():
+        return f"content other than respc's: {rest!r}"
+    return None
+
+
 def steps_of(tok, output_ids: list[int], stop: bool, per_delta: int) -> list[tuple[str, list[int], str | None]]:
     """The engine's outputs for ``output_ids``, ``per_delta`` tokens each: (text, ids, finish_reason)."""
     out = []

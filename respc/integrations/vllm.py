@@ -37,6 +37,7 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
+from ..runtime.deltas import TextField
 from ._common import decode, resolve, special_markers, tool_dicts
 
 __all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
@@ -46,6 +47,7 @@ logger = logging.getLogger("respc.integrations.vllm")
 #: the name of both parsers: --tool-call-parser respc --reasoning-parser respc
 NAME = "respc"
 _REASONING = "reasoning"  # vLLM's delta and message key for reasoning
+_TOOLS = "tool_calls"  # respc's tool-call field
 
 
 def template_for(tokenizer: Any) -> CompiledTemplate:
@@ -76,17 +78,57 @@ def prompt_text(tokenizer: Any, compiled: CompiledTemplate, ids: Sequence[int]) 
     the current turn's start (the template's last start anchor) decoded, not the whole
     history (decoding a long prompt costs far more than parsing its turn); all of them when
     no start anchor is found. The parser cuts the prompt at the same anchor either way."""
-    ids = list(ids)
     n = len(ids)
     cut = compiled.Parser.cut_prefix
+    decoded = _decoder(tokenizer)
     take = _TAIL
     while take < n:
-        text = decode(tokenizer, ids[n - take :])
+        text = decoded(ids[n - take :])
         rest = cut(text)
         if len(text) - len(rest) >= _MARGIN:  # the anchor is in the tail, clear of its start
             return text
         take *= 4
-    return decode(tokenizer, ids)
+    return decoded(ids)
+
+
+def _decoder(tokenizer: Any) -> Any:
+    """``ids -> text`` for ``tokenizer`` as the engine decodes output (``_common.decode``:
+    special tokens kept, no clean-up), cached per tokenizer. For transformers' tokenizers
+    over the ``tokenizers`` library that is its backend's ``decode(ids,
+    skip_special_tokens=False)``, which transformers' own ``decode`` calls after some 30 µs
+    of its own (checking each id's type): called straight, once checked to decode a
+    sample of ids as ``_common.decode`` does."""
+    found = tokenizer.__dict__.get("_respc_decoder") if hasattr(tokenizer, "__dict__") else None
+    if found is not None:
+        return found
+
+    def slow(ids: Any) -> str:
+        return decode(tokenizer, ids)
+
+    found = slow
+    backend = getattr(tokenizer, "_tokenizer", None)
+    cls = type(tokenizer)
+    if (
+        type(backend).__module__.partition(".")[0] == "tokenizers"
+        and callable(getattr(backend, "decode", None))
+        and all(getattr(getattr(cls, name, None), "__module__", "").startswith("transformers.") for name in ("decode", "_decode"))
+    ):
+        raw = backend.decode
+
+        def fast(ids: Any) -> str:
+            return raw(ids if type(ids) is list else list(ids), skip_special_tokens=False)
+
+        try:
+            sample = list(range(min(len(tokenizer), 512)))
+            if fast(sample) == slow(sample) and fast(sample[-7:]) == slow(sample[-7:]):
+                found = fast
+        except Exception:
+            pass
+    try:
+        tokenizer._respc_decoder = found
+    except Exception:  # a tokenizer that takes no attributes: checked each time
+        pass
+    return found
 
 
 def _token_text(tokenizer: Any, token_id: int) -> str:
@@ -94,54 +136,107 @@ def _token_text(tokenizer: Any, token_id: int) -> str:
     cache = tokenizer.__dict__.setdefault("_respc_token_texts", {}) if hasattr(tokenizer, "__dict__") else {}
     text = cache.get(token_id)
     if text is None:
-        text = cache[token_id] = decode(tokenizer, [token_id])
+        text = cache[token_id] = _decoder(tokenizer)([token_id])
     return text
 
 
-def _unvalidated(cls: type, defaults: dict) -> Any:
+def _unvalidated(cls: type, keys: tuple[str, ...] | None = None) -> Any:
     """A maker of ``cls`` instances (pydantic models) that skips validation: the values are
     respc's, of the fields' types already, and validating a DeltaMessage (vLLM's models log
     unknown fields in a wrap validator) costs more per chunk than respc's parse of the chunk.
     ``model_construct`` is no way out: it inspects each default factory on every call.
-    Checked once against the validating constructor; where this pydantic builds models
-    otherwise, the validating constructor is used."""
-    names = tuple(cls.model_fields)
+    ``make(**values)``; with ``keys``, ``make(*values)``: an instance with those fields set
+    (a chunk's text delta, an argument fragment), made without a keyword dict. Use it
+    through :func:`_checked`."""
+    fields = cls.model_fields
+    base = {name: field.get_default(call_default_factory=False) for name, field in fields.items()}
+    factories = tuple((name, field.default_factory) for name, field in fields.items() if field.default_factory is not None)
     new = cls.__new__
     set_attribute = object.__setattr__
-    extra = {} if cls.model_config.get("extra") == "allow" else None
+    extra = cls.model_config.get("extra") == "allow"
 
     def make(**values: Any) -> Any:
         made = new(cls)
-        state = dict.fromkeys(names)
-        state.update(defaults)
+        state = base.copy()
+        for name, factory in factories:
+            if name not in values:
+                state[name] = factory()
         state.update(values)
         set_attribute(made, "__dict__", state)
         set_attribute(made, "__pydantic_fields_set__", set(values))
-        set_attribute(made, "__pydantic_extra__", None if extra is None else {})
+        set_attribute(made, "__pydantic_extra__", {} if extra else None)
         set_attribute(made, "__pydantic_private__", None)
         return made
 
-    return make
+    if keys is None:
+        return make
+    fresh = tuple((name, factory) for name, factory in factories if name not in keys)
+    if len(keys) == 1:
+        (key,) = keys
+
+        def make_one(value: Any) -> Any:
+            made = new(cls)
+            state = base.copy()
+            for name, factory in fresh:
+                state[name] = factory()
+            state[key] = value
+            set_attribute(made, "__dict__", state)
+            set_attribute(made, "__pydantic_fields_set__", {key})
+            set_attribute(made, "__pydantic_extra__", {} if extra else None)
+            set_attribute(made, "__pydantic_private__", None)
+            return made
+
+        return make_one
+
+    def make_these(*values: Any) -> Any:
+        made = new(cls)
+        state = base.copy()
+        for name, factory in fresh:
+            state[name] = factory()
+        state.update(zip(keys, values))
+        set_attribute(made, "__dict__", state)
+        set_attribute(made, "__pydantic_fields_set__", set(keys))
+        set_attribute(made, "__pydantic_extra__", {} if extra else None)
+        set_attribute(made, "__pydantic_private__", None)
+        return made
+
+    return make_these
 
 
-def _checked(make: Any, cls: type, sample: dict) -> Any:
+def _same(made: Any, validated: Any) -> bool:
+    return made.model_dump() == validated.model_dump() and made.model_dump_json(
+        exclude_unset=True
+    ) == validated.model_dump_json(exclude_unset=True)
+
+
+def _checked(cls: type, *samples: dict, keys: tuple[str, ...] | None = None) -> Any:
+    """:func:`_unvalidated`'s maker, checked once against the validating constructor on
+    ``samples`` (the same ``model_dump`` and ``model_dump_json(exclude_unset=True)``);
+    where this pydantic builds models otherwise, or a field's default is mutable (pydantic
+    copies it per instance, the makers would share it), the validating constructor."""
+    make = _unvalidated(cls, keys)
+    defaults = [field.default for field in cls.model_fields.values() if field.default_factory is None and not field.is_required()]
+    shared = any(not isinstance(value, (type(None), str, int, float, bool, tuple, frozenset)) for value in defaults)
     try:
-        made, validated = make(**sample), cls(**sample)
-        if made.model_dump() == validated.model_dump() and made.model_dump_json(exclude_unset=True) == validated.model_dump_json(exclude_unset=True):
+        if not shared and all(_same(make(*(sample[k] for k in keys)) if keys else make(**sample), cls(**sample)) for sample in samples):
             return make
     except Exception:
         pass
-    return cls
+    if keys is None:
+        return cls
+    return lambda *values: cls(**dict(zip(keys, values)))
 
 
-_function_of = _checked(_unvalidated(DeltaFunctionCall, {}), DeltaFunctionCall, {"name": "f", "arguments": "{"})
-_tool_call_of = _checked(
-    _unvalidated(DeltaToolCall, {}), DeltaToolCall, {"index": 0, "id": "c", "type": "function", "function": _function_of(name="f")}
-)
-_message_of = _checked(
-    _unvalidated(DeltaMessage, {"tool_calls": []}), DeltaMessage, {"content": "a", "reasoning": "b", "tool_calls": [_tool_call_of(index=0)]}
-)
-_message_of = _message_of if _checked(_message_of, DeltaMessage, {"content": "a"}) is _message_of else DeltaMessage
+_function_of = _checked(DeltaFunctionCall, {"name": "f", "arguments": "{"}, {"arguments": "{"})
+_tool_call_of = _checked(DeltaToolCall, {"index": 0, "id": "c", "type": "function", "function": _function_of(name="f")}, {"index": 1})
+_message_of = _checked(DeltaMessage, {"content": "a", "reasoning": "b", "tool_calls": [_tool_call_of(index=0)]}, {"content": "a"})
+#: a chunk's one text delta: ``DeltaMessage(content=text)`` / ``DeltaMessage(reasoning=text)``
+_content_of = _checked(DeltaMessage, {"content": "a"}, keys=("content",))
+_reasoning_of = _checked(DeltaMessage, {_REASONING: "a"}, keys=(_REASONING,))
+#: an argument fragment: ``DeltaToolCall(index=i, function=DeltaFunctionCall(arguments=text))``
+_arguments_of = _checked(DeltaFunctionCall, {"arguments": "{"}, keys=("arguments",))
+_fragment_of = _checked(DeltaToolCall, {"index": 0, "function": _arguments_of("{")}, keys=("index", "function"))
+_calls_of = _checked(DeltaMessage, {"tool_calls": [_fragment_of(0, _arguments_of("{"))]}, keys=("tool_calls",))
 
 
 # --- request helpers --------------------------------------------------------------------
@@ -156,6 +251,28 @@ def _named_tool(request: Any) -> str | None:
     if name is None and isinstance(choice, dict):
         name = (choice.get("function") or {}).get("name") or choice.get("name")
     return name if isinstance(name, str) else None
+
+
+def _stream_tools(tools: Any) -> list[dict] | None:
+    """The request's tools as respc types a stream's arguments by: each one's name and
+    parameters, read from vLLM's tool models (a chat tool's ``function``, a Responses API
+    function tool) without dumping them (``model_dump`` of a request's tools cost a
+    quarter of a short stream's parse); any other tool as :func:`tool_dicts` has it."""
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        function = getattr(tool, "function", None)
+        if function is None and getattr(tool, "type", None) == "function":
+            function = tool  # a Responses API function tool
+        name = getattr(function, "name", None)
+        if isinstance(name, str) and not isinstance(tool, dict):
+            parameters = getattr(function, "parameters", None)
+            read = {"name": name} if parameters is None else {"name": name, "parameters": parameters}
+            out.append({"type": "function", "function": read})
+        else:
+            out += tool_dicts([tool]) or ()
+    return out or None
 
 
 def _is_strict(tool: dict) -> bool:
@@ -186,59 +303,216 @@ def _tools_enabled(request: Any, auto: bool) -> bool:
     return auto and choice in (None, "auto")
 
 
+class _ToolText:
+    """With tool parsing off (``tool_choice="none"``, auto tool choice off, no tool parser,
+    or the reasoning parser on its own) the content a stream shows: the content as respc
+    streams it with each tool region's text, as the model wrote it (delimiters included), in
+    its place. vLLM's own ``response_template`` parser and its legacy tool parsers show
+    such a call as content too (the server never returns calls then); nothing is lost.
+
+    Fed the events of a ``DeltaParser(spans=True)``: the content field's chunks go through
+    a ``TextField`` (stripped as the field strips, joined as it joins, but with no join
+    right after a tool region, whose text already parts the blocks); a tool region's chunks
+    as they are, its delimiters from their offsets in the text fed, less the whitespace at
+    the content's start and end (where the content field strips): the content of an output
+    without calls is the message's."""
+
+    def __init__(self, compiled: CompiledTemplate, prefix: str) -> None:
+        field = compiled.template.get("fields", {}).get("content")
+        self.field = TextField("content", field) if field is not None else None
+        #: where the output starts in the parser's input (the prompt's cut tail before it)
+        self.base = len(compiled.Parser.cut_prefix(prefix)) if prefix else 0
+        self.parts: list[str] = []  # the output fed (joined when a delimiter is read)
+        self.strip = self.field is None or self.field.strip
+        self.out: list[str] = []
+        self.after_tool = False
+        self.shown = False  # any content shown yet
+        self.held = ""  # whitespace that ends the tool text shown so far: shown if more follows
+
+    def fed(self, text: str) -> None:
+        self.parts.append(text)
+
+    def take(self, events: Iterable[dict]) -> str | None:
+        """The content of ``events`` (None: none)."""
+        out = self.out
+        base = self.base
+        for event in events:
+            name = event.get("field")
+            if name == _TOOLS:
+                kind = event["type"]
+                if kind == "region_chunk":
+                    text = event["text"]
+                    before = base - event.get("start", base)
+                    if before > 0:  # (a region the prompt opened: its text there is the prompt's)
+                        text = text[before:]
+                else:  # a delimiter (open, close; malformed: the close or the rest read)
+                    text = self._input(event.get("start", base), event.get("end", base))
+                if text:
+                    self._tool(text)
+            elif name == "content" and self.field is not None:
+                self._content(event)
+        if not out:
+            return None
+        text = "".join(out)
+        out.clear()
+        return text
+
+    def _input(self, start: int, end: int) -> str:
+        parts = self.parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        base = self.base
+        return parts[0][max(start - base, 0) : max(end - base, 0)] if parts else ""
+
+    def _tool(self, text: str) -> None:
+        self.after_tool = True
+        if not self.strip:
+            self.out.append(text)
+            self.shown = True
+            return
+        if not self.shown:
+            text = text.lstrip()
+        core = text.rstrip()
+        if not core:
+            self.held += text
+            return
+        self.out.append(self.held + core if self.held else core)
+        self.held = text[len(core) :]
+        self.shown = True
+
+    def _add(self, text: str) -> None:
+        if not text:
+            return
+        field = self.field
+        out = self.out
+        if self.held:
+            out.append(self.held)
+            self.held = ""
+        if field.join_due:
+            out.append(field.join)
+            field.join_due = False
+        out.append(text)
+        self.after_tool = False
+        self.shown = True
+
+    def _content(self, event: dict) -> None:
+        field = self.field
+        kind = event["type"]
+        if kind == "region_chunk":
+            if field.stream:
+                self._add(field.piece(event["text"]))
+        elif kind == "region_open":
+            field.started = False
+            field.ws = ""
+            field.join_due = field.join is not None and field.blocks > 0 and not self.after_tool
+        elif kind == "region_close":
+            if field.join_due:  # (a block with nothing to send: its join still parts the blocks)
+                field.join_due = False
+                self._add(field.join)
+            value = event.get("value")
+            if not field.stream and isinstance(value, str):
+                self._add(value)
+            field.blocks += 1
+
+
 class _Stream:
-    """One generation through a DeltaParser, its deltas as vLLM ``DeltaMessage``s.
+    """One generation through a DeltaParser, its deltas as vLLM ``DeltaMessage``s
+    (:meth:`step`, which has ``Parser.parse_delta``'s signature).
 
     The text is fed as vLLM detokenized it, plus the stop token it stripped (``<|call|>``,
     a closer, an end-of-turn token: the last token id's text when the text does not end
     with it). Keeps a tool parser's ``prev_tool_call_arr`` / ``streamed_args_for_tool`` /
-    ``current_tool_id`` as what was sent."""
+    ``current_tool_id`` as what was sent. With ``parse_tools`` off, tool calls are shown
+    as content (:class:`_ToolText`)."""
 
     def __init__(self, compiled, tokenizer, prefix: str, tools, *, tool_parser=None, parse_tools=True):
         self.tokenizer = tokenizer
+        shown = not parse_tools and _TOOLS in compiled.template.get("fields", {})
         self.deltas = DeltaParser(
-            compiled, prefix=prefix, tools=tools, reasoning_key=_REASONING, on_malformed="event"
+            compiled, prefix=prefix, tools=tools, reasoning_key=_REASONING, on_malformed="event", spans=shown
         )
-        self.parse_tools = parse_tools
+        self.tool_text = _ToolText(compiled, prefix) if shown else None
+        if shown:
+            self.tool_text.take(self.deltas.events)  # the prompt's events (its own text shows nothing)
         self.tool_parser = tool_parser
         self.done = False
-        self.last_text = ""
+        self.before = ""  # the text of the chunk before the last (a stop token's text may end it)
         self.args: dict[int, list[str]] = {}  # each call's argument fragments as sent
 
     def restored(self, text: str, token_ids: Sequence[int]) -> str:
         """``text`` with the stop token vLLM left out of it put back."""
-        if token_ids:
+        if len(token_ids):
             last = _token_text(self.tokenizer, token_ids[-1])
-            if last and not (self.last_text + text).endswith(last):
+            if last and not (self.before + text).endswith(last):
                 return text + last
         return text
 
-    def feed(self, text: str, token_ids: Sequence[int] = (), *, finished: bool = False) -> DeltaMessage | None:
+    def step(
+        self,
+        delta_text: str,
+        delta_token_ids: Sequence[int] = (),
+        request: Any = None,
+        prompt_token_ids: Any = None,
+        *,
+        finished: bool = False,
+    ) -> DeltaMessage | None:
+        """One engine output's delta; the parser's ``parse_delta`` once its stream runs."""
         if finished:
-            if self.done:
-                return None
-            text = self.restored(text, token_ids)
-            out = self.deltas.feed(text) if text else []
-            self.done = True
-            out += self.deltas.finish(length=True)[0]
-            message = self._message(out)
-            self._settle()
-            return message
-        if not text or self.done:
+            return self._finish(delta_text, delta_token_ids)
+        if not delta_text or self.done:
             return None
-        self.last_text = text if len(text) >= 64 else (self.last_text + text)[-64:]
-        out = self.deltas.feed(text)
+        self.before = delta_text
+        shown = self.tool_text
+        if shown is not None:  # tool calls shown as content
+            shown.fed(delta_text)
+            out = self.deltas.feed(delta_text)
+            return self._shown(out, shown.take(self.deltas.events))
+        out = self.deltas.feed(delta_text)
         if not out:
             return None
         if len(out) == 1:  # most chunks: one text delta
             delta = out[0]
             piece = delta.get("content")
             if piece is not None:
-                return _message_of(content=piece)
+                return _content_of(piece)
             piece = delta.get(_REASONING)
             if piece is not None:
-                return _message_of(reasoning=piece)
+                return _reasoning_of(piece)
+            calls = delta.get("tool_calls")
+            if calls is not None and len(calls) == 1:  # one call's delta (an argument fragment)
+                return _calls_of([self._call(calls[0])])
         return self._message(out)
+
+    def _finish(self, text: str, token_ids: Sequence[int]) -> DeltaMessage | None:
+        if self.done:
+            return None
+        self.done = True
+        text = self.restored(text, token_ids)
+        deltas = self.deltas
+        shown = self.tool_text
+        if shown is None:
+            out = deltas.feed(text) if text else []
+            out += deltas.finish(length=True)[0]
+            message = self._message(out)
+            self._settle()
+            return message
+        out, content = [], []
+        if text:
+            shown.fed(text)
+            out = deltas.feed(text)
+            content.append(shown.take(deltas.events))
+        out += deltas.finish(length=True)[0]
+        content.append(shown.take(deltas.events))
+        return self._shown(out, "".join(c for c in content if c) or None)
+
+    @staticmethod
+    def _shown(deltas: list[dict], content: str | None) -> DeltaMessage | None:
+        reasoning = [delta[_REASONING] for delta in deltas if _REASONING in delta]
+        if not reasoning:
+            return None if content is None else _content_of(content)
+        if content is None:
+            return _reasoning_of("".join(reasoning))
+        return _message_of(reasoning="".join(reasoning), content=content)
 
     def _settle(self) -> None:
         """The tool parser's ``streamed_args_for_tool`` / ``prev_tool_call_arr`` made what
@@ -263,15 +537,16 @@ class _Stream:
             elif "tool_calls" in delta:
                 for call in delta["tool_calls"]:
                     calls.append(self._call(call))
+        if not (content or reasoning):
+            return _calls_of(calls) if calls else None
         fields: dict[str, Any] = {}
         if reasoning:
             fields["reasoning"] = "".join(reasoning)
         if content:
             fields["content"] = "".join(content)
         if calls:
-            if self.parse_tools:
-                fields["tool_calls"] = calls
-        return _message_of(**fields) if fields else None
+            fields["tool_calls"] = calls
+        return _message_of(**fields)
 
     def _call(self, call: dict) -> DeltaToolCall:
         function = call.get("function") or {}
@@ -290,21 +565,31 @@ class _Stream:
                 # kept as fragments, joined into the parser's lists when the stream ends:
                 # adding each to a growing string copies the argument per chunk
                 self.args.setdefault(index, []).append(arguments)
+        if len(call) == 2 and len(function) == 1 and arguments is not None:  # most: an argument fragment
+            return _fragment_of(index, _arguments_of(arguments))
+        # the fields the delta has, no more (as the validating constructors leave the
+        # others unset, and the server's exclude_unset leaves them out of the chunk)
         return _tool_call_of(
-            index=index,
-            id=call.get("id"),
-            type=call.get("type"),
-            function=_function_of(name=function.get("name"), arguments=arguments),
+            **{key: call[key] for key in ("index", "id", "type") if call.get(key) is not None},
+            function=_function_of(**{key: value for key, value in function.items() if value is not None}),
         )
 
 
-def _whole(compiled, tokenizer, prefix: str, output: str, token_ids: Sequence[int], tools) -> dict:
-    """A whole output as the OpenAI message the stream would add up to (stop token restored)."""
-    stream = _Stream(compiled, tokenizer, prefix, tools)
-    text = stream.restored(output, list(token_ids or ()))
+def _whole(
+    compiled, tokenizer, prefix: str, output: str, token_ids: Sequence[int], tools, *, parse_tools: bool = True
+) -> tuple[str | None, str | None, list[dict]]:
+    """A whole output as the stream adds up to (stop token restored): its reasoning, its
+    content and its calls (OpenAI message dicts; with ``parse_tools`` off, none: they are
+    in the content as written)."""
+    stream = _Stream(compiled, tokenizer, prefix, tools, parse_tools=parse_tools)
+    if stream.tool_text is not None:
+        delta = stream.step(output, token_ids, finished=True)
+        return (None, None, []) if delta is None else (delta.reasoning, delta.content, [])
+    text = stream.restored(output, token_ids)
     stream.deltas.feed(text)
     stream.deltas.finish(length=True)
-    return stream.deltas.to_message()
+    message = stream.deltas.to_message()
+    return message.get(_REASONING), message.get("content"), message.get("tool_calls") or []
 
 
 # --- reasoning: where it ends ------------------------------------------------------------
@@ -462,8 +747,9 @@ class RespcReasoningParser(ReasoningParser):
         return None
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        message = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), None)
-        return message.get(_REASONING), message.get("content")
+        # on its own a reasoning parser leaves the calls to a tool parser: in the content, as written
+        reasoning, content, _ = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), None, parse_tools=False)
+        return reasoning, content
 
     def extract_reasoning_streaming(
         self,
@@ -476,7 +762,7 @@ class RespcReasoningParser(ReasoningParser):
     ) -> DeltaMessage | None:
         if self._stream is None or not previous_text:
             self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, None, parse_tools=False)
-        return self._stream.feed(delta_text)
+        return self._stream.step(delta_text)
 
 
 class RespcToolParser(ToolParser):
@@ -502,13 +788,10 @@ class RespcToolParser(ToolParser):
         return _adjust(self.compiled, self.model_tokenizer, self._prefix, request, tool_parser=True)
 
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
-        tools = tool_dicts(getattr(request, "tools", None) or self.request_tools)
-        message = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), tools)
-        calls = [
-            ToolCall(id=call["id"], type="function", function=FunctionCall(**call["function"]))
-            for call in message.get("tool_calls") or []
-        ]
-        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=message.get("content"))
+        tools = _stream_tools(getattr(request, "tools", None) or self.request_tools)
+        _, content, found = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), tools)
+        calls = [ToolCall(id=call["id"], type="function", function=FunctionCall(**call["function"])) for call in found]
+        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=content)
 
     def extract_tool_calls_streaming(
         self,
@@ -521,9 +804,9 @@ class RespcToolParser(ToolParser):
         request: Any,
     ) -> DeltaMessage | None:
         if self._stream is None or not previous_text:
-            tools = tool_dicts(getattr(request, "tools", None) or self.request_tools)
+            tools = _stream_tools(getattr(request, "tools", None) or self.request_tools)
             self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, tools, tool_parser=self)
-        return self._stream.feed(delta_text)
+        return self._stream.step(delta_text)
 
 
 # --- adjust_request: special tokens and the grammar's guarantees -------------------------
@@ -599,18 +882,21 @@ class RespcParser(Parser):
             self._enable_auto_tools = enable_auto_tools
         self._tools_given = tools  # as the server gives them (request.tools): read once, when a stream starts
         self._tools: list[dict] | None = None
-        self._prompt_ids: list[int] | None = None
+        self._prompt_ids: Sequence[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
         self._counter: _ReasoningCount | None = None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
-        ids = list(prompt_token_ids)
-        if ids == self._prompt_ids:
+        known = self._prompt_ids
+        if known is not None and (
+            prompt_token_ids is known or (len(prompt_token_ids) == len(known) and list(prompt_token_ids) == list(known))
+        ):
             return
-        self._prompt_ids = ids
-        self._prefix = prompt_text(self.model_tokenizer, self.compiled, ids)
+        self._prompt_ids = prompt_token_ids  # (kept as given: a long prompt is not copied)
+        self._prefix = prompt_text(self.model_tokenizer, self.compiled, prompt_token_ids)
         self._stream = None
+        self.__dict__.pop("parse_delta", None)  # (the last stream's step, see parse_delta)
         self._counter = None
         for split in (self._reasoning_parser, self._tool_parser):
             if split is not None:
@@ -636,15 +922,16 @@ class RespcParser(Parser):
         return counter.count(token_ids)
 
     def _request_tools(self, request: Any) -> list[dict] | None:
-        """The request's tools as dicts (those the parser was made with, read once)."""
+        """The request's tools as respc types arguments by (those the parser was made with,
+        read once)."""
         tools = getattr(request, "tools", None)
         if tools is not None and tools is not self._tools_given:
-            return tool_dicts(tools) or self._given_tools()
+            return _stream_tools(tools) or self._given_tools()
         return self._given_tools()
 
     def _given_tools(self) -> list[dict] | None:
         if self._tools is None and self._tools_given:
-            self._tools = tool_dicts(self._tools_given)
+            self._tools = _stream_tools(self._tools_given)
         return self._tools
 
     def _new_stream(self, request: Any, auto: bool) -> _Stream:
@@ -658,8 +945,8 @@ class RespcParser(Parser):
         )
 
     def _route(self, delta: DeltaMessage | None, request: Any) -> DeltaMessage | None:
-        """Reasoning without a reasoning parser is content; without tool parsing the calls
-        are dropped (vLLM's server does not show them)."""
+        """Reasoning without a reasoning parser is content, and so is reasoning the request
+        does not include."""
         if delta is None:
             return None
         if delta.reasoning and (self._reasoning_parser is None):
@@ -679,18 +966,19 @@ class RespcParser(Parser):
         model_output_token_ids: Sequence[int] = (),
     ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
         self._initialize_history_tool_call_cnt(request)
-        stream = self._new_stream(request, enable_auto_tools)
-        text = stream.restored(model_output, list(model_output_token_ids or ()))
-        stream.deltas.feed(text)
-        stream.deltas.finish(length=True)
-        message = stream.deltas.to_message()
-        reasoning, content = message.get(_REASONING), message.get("content")
+        reasoning, content, found = _whole(
+            self.compiled,
+            self.model_tokenizer,
+            self._prefix,
+            model_output,
+            model_output_token_ids if model_output_token_ids is not None else (),
+            self._request_tools(request),
+            parse_tools=self._tool_parser is not None and _tools_enabled(request, enable_auto_tools),
+        )
         if self._reasoning_parser is None and reasoning:
             content, reasoning = reasoning + (content or ""), None
-        calls = None
-        if stream.parse_tools and message.get("tool_calls"):
-            calls = [FunctionCall(id=c["id"], **c["function"]) for c in message["tool_calls"]]
-        return reasoning, content, calls
+        calls = [FunctionCall(id=call["id"], **call["function"]) for call in found]
+        return reasoning, content, calls or None
 
     def parse_delta(
         self,
@@ -708,7 +996,11 @@ class RespcParser(Parser):
                 self.set_prompt_token_ids(prompt_token_ids)
             stream = self._stream = self._new_stream(request, self._enable_auto_tools)
             self._as_sent = self._reasoning_parser is not None and getattr(request, "include_reasoning", True)
-        delta = stream.feed(delta_text, delta_token_ids, finished=finished)
+            if self._as_sent:
+                # the deltas go out as the stream makes them: from the next chunk on the
+                # server calls the stream's step itself (one call less per chunk)
+                self.parse_delta = stream.step
+        delta = stream.step(delta_text, delta_token_ids, finished=finished)
         if delta is None or self._as_sent:
             return delta
         return self._route(delta, request)
