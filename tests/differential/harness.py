@@ -34,6 +34,32 @@ except Exception:  # pragma: no cover - handled by the callers (pytest skip / ru
     ref_parse_response = None  # type: ignore[assignment]
     ref_load = None  # type: ignore[assignment]
 
+
+def _warm_reference() -> None:
+    """Run the reference's lazy imports now, outside every case's wall-clock alarm: its schema
+    of a Python function's type hints imports torch when torch is installed (transformers'
+    chat_template_utils), and an alarm firing inside that first import leaves torch half
+    loaded for every later case ("partially initialized module 'torch'")."""
+    if RefParser is None:
+        return
+    try:
+        from transformers.utils.chat_template_utils import get_json_schema
+    except Exception:  # pragma: no cover - an older reference without it
+        return
+
+    def probe(a: int) -> int:
+        """A probe.
+
+        Args:
+            a: a number
+        """
+        return a
+
+    get_json_schema(probe)
+
+
+_warm_reference()
+
 try:
     import logging as _logging
 
