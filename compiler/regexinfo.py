@@ -174,12 +174,8 @@ def _required_firsts(pattern: str) -> set[str]:
             if name_end < 0:
                 raise _Unknown
             inner = inner[name_end + 1 :]
-        elif inner.startswith("?="):
-            # a leading lookahead: the match begins where its text does (zero-width, and
-            # what follows is matched from the same position)
-            inner = inner[2:]
         elif inner.startswith("?"):
-            raise _Unknown  # other lookarounds, flags, atomic groups, ...
+            raise _Unknown  # lookarounds, flags, atomic groups, ...
         chars = set()
         for branch in _split_alternatives(inner):
             chars |= _required_firsts(branch)
@@ -212,28 +208,10 @@ def _optional_lead_ways(branch: str) -> list[str]:
     return [branch[: close + 1] + rest, rest]
 
 
-#: the ``(?`` groups :func:`lead` reads: plain and named groups, back references, and
-#: lookarounds (zero-width: a lookahead that comes first tells how a match begins, see
-#: _required_firsts; any other is passed over, its text is not a match's beginning)
-_READ_GROUPS = ("(?:", "(?P<", "(?P=", "(?=", "(?!", "(?<=", "(?<!")
-
-
-def _unread_syntax(pattern: str) -> bool:
-    """True when ``pattern`` has a ``(?`` group :func:`lead` does not read (inline flags,
-    atomic groups, conditionals...). Read as plain text: an escaped ``\\(?`` counts too
-    (only speed is lost)."""
-    at = pattern.find("(?")
-    while at >= 0:
-        if not pattern.startswith(_READ_GROUPS, at):
-            return True
-        at = pattern.find("(?", at + 2)
-    return False
-
-
 def lead(pattern: str) -> Lead | None:
     """How every match of ``pattern`` begins, or None when that is not known."""
-    if _unread_syntax(pattern):
-        return None  # inline flags (case-insensitivity!), atomic groups, ...: stay general
+    if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
+        return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
     ws = ws_required = False
     all_ws = True
     firsts: set[str] = set()
@@ -633,13 +611,6 @@ def _prefixes(pattern: str, through: bool) -> set[str]:
                 inner = inner[2:]
             elif inner.startswith("?P<"):
                 inner = inner[inner.find(">") + 1 :]
-            elif inner.startswith("?=") and not through:
-                # a leading lookahead (``out`` is empty here): every match starts with one
-                # of its text's prefixes (zero-width: nothing after it is read)
-                found = set()
-                for branch in _split_alternatives(inner[2:]):
-                    found |= _prefixes(branch, False)
-                return found
             elif inner.startswith("?"):
                 break  # lookarounds, back references, ...
             found: set[str] = set()

@@ -57,6 +57,20 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:\\[END FINAL RESPONSE\\]|<\\|end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_REASONING_CONTENT_CLOSE_0_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_REASONING_CONTENT_CLOSE_0_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))|(?!)", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
+_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
+    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))|(?!)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\]\\s*</tool_calls>)|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
@@ -72,55 +86,19 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_13 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_14 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
-    (
-        "<",
-        "<t",
-        "<to",
-        "<too",
-        "<tool",
-        "<tool_",
-        "<tool_c",
-        "<tool_ca",
-        "<tool_cal",
-        "<tool_call",
-        "<tool_calls",
-        "[",
-        "[B",
-        "[BE",
-        "[BEG",
-        "[BEGI",
-        "[BEGIN",
-        "[BEGIN ",
-        "[BEGIN F",
-        "[BEGIN FI",
-        "[BEGIN FIN",
-        "[BEGIN FINA",
-        "[BEGIN FINAL",
-        "[BEGIN FINAL ",
-        "[BEGIN FINAL R",
-        "[BEGIN FINAL RE",
-        "[BEGIN FINAL RES",
-        "[BEGIN FINAL RESP",
-        "[BEGIN FINAL RESPO",
-        "[BEGIN FINAL RESPON",
-        "[BEGIN FINAL RESPONS",
-        "[BEGIN FINAL RESPONSE",
-    )
-)  # of ('<tool_calls>', '[BEGIN FINAL RESPONSE]')
-_BEGINNINGS_1 = frozenset(
     (
         "<",
         "<|",
@@ -185,7 +163,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -203,56 +181,13 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex \\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>))
-        # every match is whitespace, then one of: <tool_calls>, [BEGIN FINAL RESPONSE]; try the regex only there
-        m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<tool_calls>", i):
-            i = buf.find("<tool_calls>", i + 1)
-        j = buf.find("[", pos)
-        if j >= 0 and not buf.startswith("[BEGIN FINAL RESPONSE]", j):
-            j = buf.find("[BEGIN FINAL RESPONSE]", j + 1)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
-        while i >= 0:
-            j = _scan.ws_run_start(buf, pos, i)
-            c = (
-                _RE_REASONING_CONTENT_CLOSE_0.match(buf, j)
-                if eos
-                else _RE_REASONING_CONTENT_CLOSE_0.match(buf, j, partial=True)
+        m = (
+            _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos)
+            if eos
+            else _scan.search_partial(
+                _RE_REASONING_CONTENT_CLOSE_0_WS, _RE_REASONING_CONTENT_CLOSE_0_WS_ANY, buf, pos
             )
-            if c is not None:
-                if not c.partial:
-                    m = c  # the leftmost complete match
-                    break
-                if m is None:
-                    m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find("<", k)
-            if i >= 0 and not buf.startswith("<tool_calls>", i):
-                i = buf.find("<tool_calls>", i + 1)
-            j = buf.find("[", k)
-            if j >= 0 and not buf.startswith("[BEGIN FINAL RESPONSE]", j):
-                j = buf.find("[BEGIN FINAL RESPONSE]", j + 1)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
-        if not eos and (m is None or m.partial):
-            # the buffer may end in a prefix being written: a candidate after those above,
-            # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 21 if n - 21 > pos else pos, "<[", _BEGINNINGS_0)
-            if i < n and (m is None or i < m.start()):
-                j = _scan.ws_run_start(buf, pos, i)
-                c = (
-                    _RE_REASONING_CONTENT_CLOSE_0.match(buf, j)
-                    if eos
-                    else _RE_REASONING_CONTENT_CLOSE_0.match(buf, j, partial=True)
-                )
-                if c is not None:
-                    m = c
-        if m is None and not eos:
-            # a trailing whitespace run may still become a match
-            i = _scan.ws_run_start(buf, pos, n)
-            if i < hold:
-                hold = i
+        )
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -266,18 +201,6 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
-
-    def _quiet_reasoning_content(self, x: str):
-        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
-        # every watched delimiter starts with whitespace or one of: <, [
-        if "<" not in x and "[" not in x:
-            return (
-                len(x)
-                if x[-1]
-                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-                else _scan.ws_tail(x)
-            )
-        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -336,48 +259,30 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{)
-        # every match is whitespace, then one of: ,, <; try the regex only there
-        m = None
-        bound = hold if best is None or best[0] > hold else best[0]
-        i = buf.find(",", pos)
-        j = buf.find("<", pos)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
-        while i >= 0:
-            j = _scan.ws_run_start(buf, pos, i)
-            if j > bound and m is None:
-                break
-            if not buf.startswith((",", "<tool_calls>"), i) and (
-                eos or n - i >= 12 or not _scan.prefix_partial(buf, i, (",", "<tool_calls>"))
-            ):
-                # no match, whole or partial, can start here: it would begin with one of these
-                k = i + 1
-                i = buf.find(",", k)
-                j = buf.find("<", k)
-                if j >= 0 and (i < 0 or j < i):
-                    i = j
-                continue
-            c = (
-                _RE_TOOL_CALLS_OPEN_1.match(buf, j)
-                if eos
-                else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
+        # (the last search's outcome is remembered: it is not run through the same text again)
+        a = pos + self._off
+        f = self._memo[1]
+        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
+        m = (
+            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
+            if eos
+            else _scan.search_partial(
+                _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
             )
-            if c is not None:
-                if not c.partial:
-                    m = c  # the leftmost complete match
-                    break
-                if m is None:
-                    m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find(",", k)
-            j = buf.find("<", k)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
-        if m is None and not eos:
-            # a trailing whitespace run may still become a match
-            i = _scan.ws_run_start(buf, pos, n)
-            if i < hold:
-                hold = i
+        )
+        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
+        if m is not None and m.end() == m.start() == self._ban - self._off:
+            m = (
+                (
+                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
+                    if eos
+                    else _scan.search_partial(
+                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
+                    )
+                )
+                if m.start() < n
+                else None
+            )
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -432,7 +337,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_0)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -462,18 +367,6 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
-
-    def _quiet_free(self, x: str):
-        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
-        # every watched delimiter starts with whitespace or one of: ,, <, H, [
-        if "," not in x and "<" not in x and "H" not in x and "[" not in x:
-            return (
-                len(x)
-                if x[-1]
-                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-                else _scan.ws_tail(x)
-            )
-        return -1
 
     FIELDS = (
         _scan.Field(
@@ -507,7 +400,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=_quiet_reasoning_content,
+            quiet=None,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -533,7 +426,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=_quiet_free,
+            quiet=None,
             memos=(),
             ws_hold=True,
             runs=(
@@ -547,10 +440,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_13,
                     (
-                        _RE_TAIL_10,
-                        _RE_TAIL_11,
+                        _RE_TAIL_14,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -563,7 +456,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=_quiet_free,
+            quiet=None,
             memos=(),
             ws_hold=True,
             runs=(
@@ -577,10 +470,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_13,
                     (
-                        _RE_TAIL_10,
-                        _RE_TAIL_11,
+                        _RE_TAIL_14,
+                        _RE_TAIL_15,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

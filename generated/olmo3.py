@@ -240,22 +240,11 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\)\\s*</function_calls>\\s*|\\)(?=\\s*\\n\\s*[A-Za-z_][A-Za-z0-9_.\\-]*\\()
-        # every match is one of: ); try the regex only there
-        m = None
-        i = buf.find(")", pos)
-        while i >= 0:
-            c = (
-                _RE_TOOL_CALLS_CLOSE_2.match(buf, i)
-                if eos
-                else _RE_TOOL_CALLS_CLOSE_2.match(buf, i, partial=True)
-            )
-            if c is not None:
-                if not c.partial:
-                    m = c  # the leftmost complete match
-                    break
-                if m is None:
-                    m = c  # the leftmost partial one, unless a complete one follows
-            i = buf.find(")", i + 1)
+        m = (
+            _RE_TOOL_CALLS_CLOSE_2.search(buf, pos)
+            if eos
+            else _RE_TOOL_CALLS_CLOSE_2.search(buf, pos, partial=True)
+        )
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -269,13 +258,6 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
-
-    def _quiet_tool_calls(self, x: str):
-        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
-        # every watched delimiter starts with one of: )
-        if ")" not in x:
-            return len(x)  # none can start in x
-        return -1
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
@@ -497,7 +479,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=_quiet_tool_calls,
+            quiet=None,
             memos=(),
             ws_hold=True,
             runs=(),
