@@ -789,33 +789,63 @@ class Builder:
     def shared_lead(self, alt: Alt) -> int:
         r"""How many leading items this alternative shares with another alternative of its
         delimiter that it is a prefix of, or that is a prefix of it, when the shorter one
-        ends in a lookahead naming what comes next (0 otherwise): hunyuan-v3's
-        ``</tool_call>\s*(?=<tool_call>)`` beside ``</tool_call>\s*</tool_calls>``."""
+        holds a lookahead deciding what comes next (0 otherwise): hunyuan-v3's
+        ``</tool_call>\s*(?=<tool_call>)`` beside ``</tool_call>\s*</tool_calls>``, llama3.1's
+        ``\}\s*(?=[^,\]\}\s])`` beside ``\}\s*;``, apertus's ``\}(?=\s*\]...)\s*`` beside
+        ``\}\s*\](?!...)\s*``."""
+        return max((n for _, n, _ in self.lead_partners(alt)), default=0)
+
+    def lead_partners(self, alt: Alt) -> list[tuple[Alt, int, bool]]:
+        """(other alternative, leading items of ``alt`` shared with it, ``alt`` is the
+        shorter) for every cut :meth:`shared_lead` makes (cached per alternative)."""
         known = self.alts.get(alt.delim.path) or []
         if alt.delim.path not in self.field_closes or len(known) < 2 or not any(a is alt for a in known):
-            return 0
-        def lead(a: Alt) -> list:
+            return []  # (a tag pattern's part, say: not a delimiter's alternative)
+        key = ("partners", alt.delim.path, alt.index)
+        hit = self.piece_cache.get(key)
+        if hit is not None:
+            return hit
+        hit = self.piece_cache[key] = []
+
+        def lead(a: Alt) -> list[tuple[str, int]]:
+            # (translated item, index in the body) of the items that write something; a
+            # lookahead between them (apertus's ``\}(?=...)\s*``) is passed over
             body = a.body()
             n = 0
             while n < len(body) and not isinstance(body[n][0], str):
                 n += 1
             try:
-                return [translate([it], a.delim.path) for it in body[:n]]
+                return [(t, i) for i, t in ((i, translate([it], a.delim.path)) for i, it in enumerate(body[:n])) if t]
             except GrammarUnsupported:
                 return []
         mine = lead(alt)
-        best = 0
         for other in known:
             if other is alt:
                 continue
             theirs = lead(other)
             n = 0
-            while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
+            while n < min(len(mine), len(theirs)) and mine[n][0] == theirs[n][0]:
                 n += 1
             short = alt if len(mine) < len(theirs) else other
-            if n and n == min(len(mine), len(theirs)) < max(len(mine), len(theirs)) and _names_next(short):
-                best = max(best, n)
-        return best
+            if n and n == min(len(mine), len(theirs)) < max(len(mine), len(theirs)) and _looks_ahead(short):
+                hit.append((other, mine[n - 1][1] + 1, short is alt))
+        return hit
+
+    def after_short(self, alt: Alt) -> str:
+        r"""What text after ``alt`` must not start with: the rest of a longer alternative
+        it was cut from (llama3.1's ``;`` of ``\}\s*;`` after ``\}\s*(?=[^,\]\}\s])``), which
+        would otherwise be taken by the text lexeme after the shorter one."""
+        rests = []
+        for other, _, short in self.lead_partners(alt):
+            if short:
+                for o2, n2, _ in self.lead_partners(other):
+                    if o2 is alt:
+                        body = other.body()
+                        end = next((i for i, it in enumerate(body) if isinstance(it[0], str)), len(body))
+                        rest = translate(body[n2:end], other.delim.path)
+                        if rest:
+                            rests.append(rest)
+        return "|".join(dict.fromkeys(rests))
 
     def seq(self, pieces: list[tuple[str, str]], lead: str | None = None) -> list[str]:
         """Grammar items for pieces; ``lead``: a text regex (an exclusion term) that comes
@@ -845,9 +875,11 @@ class Builder:
                 items.append(json.dumps(text))
         return items
 
-    def text_term(self, excl: str, nonempty: bool = False) -> str:
+    def text_term(self, excl: str, nonempty: bool = False, ban: str = "") -> str:
+        """Text holding no match of ``excl``; with ``ban``, not starting with a match of it."""
         base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
-        return f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        text = f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+        return f"({text} & ~/(?:{ban})(?s:.*)/)" if ban else text
 
 
 def _fixed(item: Any) -> bool:
@@ -890,12 +922,10 @@ def _rest(self: "Builder", a: Alt) -> list[str]:
     return [self.term(text) + "?"]
 
 
-def _names_next(a: Alt) -> bool:
-    """The alternative ends in a lookahead that requires a literal (the next delimiter):
-    only that delimiter follows it, no free text."""
-    last = a.items[-1] if a.items else None
-    return (last is not None and not isinstance(last[0], str) and last[0] is _sre.ASSERT and last[1][0] == 1
-            and any(it[0] is _sre.LITERAL for it in last[1][1]))
+def _looks_ahead(a: Alt) -> bool:
+    """The alternative holds a lookahead (what follows it is decided by the next step, so
+    the part it shares with a longer alternative can be a lexeme of its own)."""
+    return any(not isinstance(it[0], str) and it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) and it[1][0] == 1 for it in a.items)
 
 
 def _token_form(marker: str) -> bool:
@@ -1190,12 +1220,16 @@ def _walk(self: Builder, start: tuple) -> str:
                 steps.append(Step("end", True))
                 steps.append(Step("end", False))
         results: dict[Any, dict[bool, Any]] = {}
+        ban = self.zero_width_ban(steps, L, check, open_ok, quiet, prev_ok, count, carried)
+        if isinstance(prev, tuple) and len(prev) == 2 and prev[0] in self.field_closes:
+            after = self.after_short(self.alts[prev[0]][prev[1]])
+            ban = "|".join(b for b in (ban, after) if b)
         for st in steps:
             if carried is not None and st.text:
                 continue
             ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
             try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried)
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, ban=ban)
             except GrammarUnsupported as error:
                 self.refused.append(error)
                 got = None
@@ -1206,7 +1240,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
                 # text or none: one lazy lexeme whose text may be empty (a text lexeme
                 # beside a delimiter lexeme at one position would take the delimiter)
-                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True)
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, ban=ban)
             elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
                 alts_out.append(" ".join(with_text[1][0]))
                 got = without[1]
@@ -1277,15 +1311,47 @@ def _where(self: Builder) -> str:
 Builder.where = _where
 
 
+def _zero_width_ban(self: Builder, steps: list[Step], L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any,
+                    count: int, carried: str | None) -> str:
+    r"""What free text at this node must not start with: the call a zero-width open (llama4's
+    ``\A\s*(?=\[...\])``) lets begin here without text, up to its body's first character
+    (and, for a call list, a tool name's first letter).
+    No delimiter lexeme holds the text before such a call, so a text lexeme beside the
+    call's first lexeme (``[``) would take it (llguidance drops a lexeme that ends where
+    another goes on); text starting so is left out of the grammar."""
+    bans = []
+    for st in steps:
+        if st.text or st.open is None or st.open.rep != "" or st.field.content == "text":
+            continue
+        try:
+            got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried)
+        except GrammarUnsupported:
+            continue
+        rep = self.body(st.field, st.tool)[1]
+        if got is None or not rep:
+            continue
+        first = _char(ord(rep[0]))
+        if st.field.content == "python-call-list":
+            # the list's bracket and a tool name's first letter (text may start "[Note]")
+            names = sorted({_char(ord(t["name"][0])) for t in ([st.tool] if st.tool else self.o.tools)})
+            first += "(?:" + "|".join(names) + ")"
+        bans.append(translate(st.open.body(), st.open.delim.path) + r"[\s]*" + first)
+    return "|".join(dict.fromkeys(bans))
+
+
+Builder.zero_width_ban = _zero_width_ban
+
+
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None = None, nullable: bool = False) -> Any:
+              carried: str | None = None, nullable: bool = False, ban: str = "") -> Any:
     """The grammar items of a step and the node it leads to ((key, left text, check)), or
-    None when the template's patterns do not read it as written."""
+    None when the template's patterns do not read it as written (``ban``: what free text
+    here must not start with)."""
     text = _FIELD_TEXT if st.text else ""
     s = L + text
     d0 = len(s)
     items: list[str] = []
-    lead = self.text_term(self.free_excl, nonempty=not nullable) if st.text else carried
+    lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
     if st.kind == "end":
         if st.close is None:
             if not prev_ok(s, check) or not quiet(s, len(L)):
@@ -1645,6 +1711,11 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
         req = [k for k in params.get("required", []) if k in props]
         # keyword arguments in the schema's order: the required ones always, the others optionally
         args = _listed({k: f'"{k}=" {w.value(props[k])}' for k in props}, req, '", "') if props else ""
+        extra = self.python_extra(props) if params.get("additionalProperties", True) is not False else ""
+        if extra and args:
+            args = f'{args} (", " {extra})*' if req else f'(({args}) (", " {extra})* | {extra} (", " {extra})*)'
+        elif extra:
+            args = f'({extra} (", " {extra})*)?'
         calls.append(self.rule(f'"{t["name"]}(" {args} ")"' if args else f'"{t["name"]}()"'))
     call = self.rule(" | ".join(calls))
     many = f'({call} (", " {call})*)' if self.o.parallel else call
@@ -1655,6 +1726,24 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
 
 
 Builder.python_body = _python_body
+
+
+def _python_extra(self: Builder, props: dict) -> str:
+    """A keyword argument the schema does not name (its ``additionalProperties`` allows it,
+    as JSON Schema does by default): any other identifier, any Python literal."""
+    known = "|".join(regex.escape(k) for k in props)
+    name = "/[A-Za-z_][A-Za-z0-9_]*/" if not known else f"(/[A-Za-z_][A-Za-z0-9_]*/ & ~/(?:{known})/)"
+    string = "/" + _JSON_STRING + "|" + _PY_SQ_STRING + "/"
+    value = "py_any"
+    if value not in self.rules:
+        sep = '"," " "?'
+        self.rules[value] = (f'{self.term(string)} | {self.term("/" + _NUM + "/")} | "True" | "False" | "None"'
+                             f' | "[" ({value} ({sep} {value})*)? "]"'
+                             f' | "{{" ({self.term(string)} ":" " "? {value} ({sep} {self.term(string)} ":" " "? {value})*)? "}}"')
+    return self.rule(f'{self.term(name)} "=" {value}')
+
+
+Builder.python_extra = _python_extra
 
 
 def grammar_for(template: dict, tools: Any, *, tool_choice: str = "auto", parallel_tool_calls: bool = True,
