@@ -698,19 +698,20 @@ class Builder:
         return name
 
     # pieces of a delimiter alternative
-    def pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
+    def pieces(self, alt: Alt, fill: dict[str, str | None], cut: int = 0) -> list[tuple[str, str]]:
         """[("re", regex) | ("tok", marker) | ("lit", text)] of an alternative; a named
-        group in ``fill`` is written as that literal (None: by its regex)."""
+        group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
+        first run is also cut after that many items."""
         known = self.alts.get(alt.delim.path)
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
             return self._pieces(alt, fill)  # (a tag pattern's part: not a delimiter's alternative)
-        key = (alt.delim.path, alt.index, tuple(sorted((k, v) for k, v in fill.items() if k is not None)))
+        key = (alt.delim.path, alt.index, tuple(sorted((k, v) for k, v in fill.items() if k is not None)), cut)
         hit = self.piece_cache.get(key)
         if hit is None:
-            hit = self.piece_cache[key] = self._pieces(alt, fill)
+            hit = self.piece_cache[key] = self._pieces(alt, fill, cut)
         return hit
 
-    def _pieces(self, alt: Alt, fill: dict[str, str | None]) -> list[tuple[str, str]]:
+    def _pieces(self, alt: Alt, fill: dict[str, str | None], forced: int = 0) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         run: list = []
 
@@ -732,7 +733,9 @@ class Builder:
                     # ")\s*</function_calls>"): both are cut where they part, so that what
                     # follows decides between them (llguidance drops a lexeme that ends
                     # where another goes on); a lazy lexeme ends at a literal
-                    if shared >= cut:
+                    if 0 < forced < cut:
+                        parts = (run[:forced], run[forced:cut], run[cut:])
+                    elif shared >= cut:
                         parts = (run[:cut], run[cut:shared], run[shared:])
                     elif lit:
                         parts = (run[:lit], run[lit:cut], run[cut:])
@@ -831,21 +834,26 @@ class Builder:
                 hit.append((other, mine[n - 1][1] + 1, short is alt))
         return hit
 
-    def after_short(self, alt: Alt) -> str:
+    def after_short(self, alt: Alt) -> tuple[str, list[str]]:
         r"""What text after ``alt`` must not start with: the rest of a longer alternative
         it was cut from (llama3.1's ``;`` of ``\}\s*;`` after ``\}\s*(?=[^,\]\}\s])``), which
         would otherwise be taken by the text lexeme after the shorter one."""
-        rests = []
+        rests, first = [], []
         for other, _, short in self.lead_partners(alt):
             if short:
                 for o2, n2, _ in self.lead_partners(other):
                     if o2 is alt:
                         body = other.body()
                         end = next((i for i, it in enumerate(body) if isinstance(it[0], str)), len(body))
+                        while n2 and not _fixed(body[n2 - 1]):
+                            n2 -= 1  # (as _pieces cuts it: after the last literal they share)
                         rest = translate(body[n2:end], other.delim.path)
                         if rest:
                             rests.append(rest)
-        return "|".join(dict.fromkeys(rests))
+                        fixed = [i for i in range(n2, end) if _fixed(body[i])]
+                        if fixed and not first:
+                            first = _written_items(body[n2:fixed[0] + 1], other.delim.path)
+        return "|".join(dict.fromkeys(rests)), first
 
     def seq(self, pieces: list[tuple[str, str]], lead: str | None = None) -> list[str]:
         """Grammar items for pieces; ``lead``: a text regex (an exclusion term) that comes
@@ -920,6 +928,18 @@ def _rest(self: "Builder", a: Alt) -> list[str]:
         return [self.rule("(" + " | ".join([self.term("/(?s:.+)/"), *self.marks]) + ")*")]
     text = "/(?s:.+)/" if not banned else f"(/(?s:.+)/ & ~/(?:{'|'.join(banned)})(?s:.*)/)"
     return [self.term(text) + "?"]
+
+
+def _written_items(items: list, path: str, keep_empty: bool = False) -> list[str]:
+    """Each item translated (those that write nothing left out, or kept as "")."""
+    out = []
+    for it in items:
+        if isinstance(it[0], str):
+            break
+        t = translate([it], path)
+        if t or keep_empty:
+            out.append(t)
+    return out
 
 
 def _looks_ahead(a: Alt) -> bool:
@@ -1221,15 +1241,16 @@ def _walk(self: Builder, start: tuple) -> str:
                 steps.append(Step("end", False))
         results: dict[Any, dict[bool, Any]] = {}
         ban = self.zero_width_ban(steps, L, check, open_ok, quiet, prev_ok, count, carried)
+        rest_items: list[str] = []
         if isinstance(prev, tuple) and len(prev) == 2 and prev[0] in self.field_closes:
-            after = self.after_short(self.alts[prev[0]][prev[1]])
+            after, rest_items = self.after_short(self.alts[prev[0]][prev[1]])
             ban = "|".join(b for b in (ban, after) if b)
         for st in steps:
             if carried is not None and st.text:
                 continue
             ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
             try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, ban=ban)
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, ban=ban, rest_items=rest_items)
             except GrammarUnsupported as error:
                 self.refused.append(error)
                 got = None
@@ -1342,24 +1363,56 @@ def _zero_width_ban(self: Builder, steps: list[Step], L: str, check: Any, open_o
 Builder.zero_width_ban = _zero_width_ban
 
 
+def _free_tokens(self: Builder) -> list[str]:
+    """The markers free text may hold as special tokens: those that begin no delimiter the
+    free state watches (a text lexeme cannot hold a token, so text with markers is text
+    lexemes and tokens in turn). Every watched delimiter that holds a marker holds one of
+    the markers left out, so no sequence of these can form a delimiter, and the text
+    between them spells no marker in bytes."""
+    hit = self.__dict__.get("_free_tokens")
+    if hit is None:
+        first = set()
+        for w in self.free.watches:
+            for a in self.alts[w.delim.path]:
+                text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in a.body())
+                at = [(text.find(m), m) for m in self.marks if m in text]
+                if at:
+                    first.add(min(at)[1])
+        hit = self.__dict__["_free_tokens"] = [m for m in self.marks if m not in first]
+    return hit
+
+
+def _free_token_run(self: Builder, ban: str = "") -> str:
+    """``(text? token)*``: free text holding the markers of :meth:`free_tokens`."""
+    spelled = "|".join("".join(_char(ord(c)) for c in m) for m in self.marks)
+    text = self.term(self.text_term("|".join(x for x in (self.free_excl, spelled) if x), nonempty=True, ban=ban))
+    return self.rule(f"({text}? ({' | '.join(self.free_tokens())}))*")
+
+
+Builder.free_tokens = _free_tokens
+Builder.free_token_run = _free_token_run
+
+
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None = None, nullable: bool = False, ban: str = "") -> Any:
+              carried: str | None = None, nullable: bool = False, ban: str = "", rest_items: list[str] = ()) -> Any:
     """The grammar items of a step and the node it leads to ((key, left text, check)), or
     None when the template's patterns do not read it as written (``ban``: what free text
-    here must not start with)."""
+    here must not start with; ``rest_items``: the first lexeme of a longer close the
+    previous close was cut from, which a delimiter starting so is cut like)."""
     text = _FIELD_TEXT if st.text else ""
     s = L + text
     d0 = len(s)
     items: list[str] = []
     lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
+    if st.text and carried is None and self.free_tokens():
+        # markers the parser passes over as free text (kimi-k3's <|close|>message<|sep|>)
+        items.append(self.free_token_run(ban))
     if st.kind == "end":
         if st.close is None:
             if not prev_ok(s, check) or not quiet(s, len(L)):
                 return None
             if lead is not None:
-                items.append(self.term(lead))
-            elif L and not check and False:
-                return None
+                items.append(self.term(lead) + ("?" if items else ""))
             return items, None
         a = st.close
         r = a.rep
@@ -1378,7 +1431,13 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r + _FIELD_TEXT
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, d0 + len(r), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead)
+        cut = 0
+        if rest_items and not st.text:
+            # apertus's \s*\]\s*<|tools_suffix|> after \} beside \}\s*\](?!...): both \s*\] first
+            mine = [(i, t) for i, t in enumerate(_written_items(a.body(), a.delim.path, keep_empty=True)) if t]
+            if len(mine) > len(rest_items) and [t for _, t in mine[:len(rest_items)]] == rest_items:
+                cut = mine[len(rest_items) - 1][0] + 1
+        items += self.seq(self.pieces(a, {}, cut), lead)
         pat = self.compiled[a.delim.path]
         return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
     f = st.field

@@ -34,7 +34,6 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: The tests check that no other sample is rejected; a listed case that becomes accepted
 #: may be dropped from the list.
 KNOWN_REJECTED: dict[str, set[str]] = {
-    'apertus': {'calls_without_suffix'},
     'gemma4': {'nested_arguments'},
     'gigachat3': {'cut_mid_call', 'reasoning_tool_call'},
     'hunyuan-v3': {'thinking_off_tool_call'},
@@ -97,8 +96,6 @@ KNOWN_MUTATION_GAPS = {
 #: Families whose grammar with special tokens fails yet, and why.
 KNOWN_SPECIAL_TOKEN_GAPS = {
     "gpt-oss": "with its markers as special tokens the alternatives multiply past llguidance's symbol limit",
-    "kimi-k3": "text the parser ignores between regions holds markers (<|close|>message<|sep|> after the "
-               "response): a text lexeme cannot hold a special token",
     "muse-glimmer": "an open delimiter's optional text before a marker ([^\\S\\n]*(?:to=user)?<|message|>) is "
                     "left to the free text before the token, which does not take it",
 }
