@@ -408,6 +408,10 @@ def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
     groups = _group_sources(items, names, d.path)
     alts = []
     for i, alt in enumerate(_alternatives(items, names, marks, d.path)):
+        # a back reference to a named group: written as what fills the group (muse-glimmer's
+        # name="get_weather.get_weather" for (?P<name>...)(?:\.(?P=name))?), else refused
+        alt = [("@group", names[it[1]], [it]) if not isinstance(it[0], str) and it[0] is _sre.GROUPREF and it[1] in names
+               else it for it in alt]
         end = bool(alt) and not isinstance(alt[-1][0], str) and (
             _is_anything(alt[-1]) or (alt[-1][0] is _sre.AT and alt[-1][1] is _sre.AT_END_STRING)
         )
@@ -453,11 +457,21 @@ def _lead_literal(items: list) -> str:
     return "".join(out)
 
 
-def _exclusion(alts: list[Alt], path: str) -> str:
+def _exclusion(alts: list[Alt], path: str, marks: tuple[str, ...] = ()) -> str:
     """llguidance regex of what free text must not contain: any match of these alternatives
-    (assertions relaxed: a superset of the matches)."""
+    (assertions relaxed: a superset of the matches). With ``marks`` (markers written as
+    special tokens), an alternative that holds one is kept out by keeping the marker's
+    spelling out: a text lexeme cannot hold the token, and text that spells it in bytes
+    would read as the marker (gpt-oss's alternatives, written out whole, made the lexer
+    too big for llguidance)."""
     parts = []
     for a in alts:
+        if marks:
+            text = "".join(chr(it[1]) if not isinstance(it[0], str) and it[0] is _sre.LITERAL else "\0" for it in a.items)
+            held = [m for m in marks if m in text]
+            if held:
+                parts.append("".join(_char(ord(c)) for c in min(held, key=text.find)))
+                continue
         items = [it for it in a.items if not _is_anything(it)]
         while items and not isinstance(items[0][0], str) and items[0][0] is _sre.MAX_REPEAT and items[0][1][0] == 0:
             items.pop(0)  # a leading optional run: holding the match means holding the rest
@@ -678,7 +692,7 @@ class Builder:
             self.shared.clear()
         key = ("free", tuple(d.path for d in watches))
         if key not in self.shared:
-            self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state") if watches else ""
+            self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state", self.marks) if watches else ""
         self.free_excl = self.shared[key]
 
     # names
@@ -715,7 +729,7 @@ class Builder:
         out: list[tuple[str, str]] = []
         run: list = []
 
-        def flush() -> None:
+        def flush(token: str | None = None) -> None:
             if run:
                 cut = len(run)
                 if not out:
@@ -743,10 +757,17 @@ class Builder:
                         parts = (run[:cut], run[cut:])
                 else:
                     parts = (run,)
-                for part in parts:
+                for n, part in enumerate(parts):
                     text = translate(part, alt.delim.path) if part else ""
                     if text:
-                        out.append(("re", text))
+                        bans = [_banned_before(part, token, alt.delim.path) if n == len(parts) - 1 else None]
+                        # a name written where the parser's greedy group reads it: what follows
+                        # in the piece does not go on in the group's class (gpt-oss's
+                        # to=functions.NAME(?: ?...[\w-]+)?: no get_timeX)
+                        bans += [translate(part[:p + 1], alt.delim.path) + it[3] + "(?s:.*)"
+                                 for p, it in enumerate(part[:-1]) if len(it) == 4 and it[2] is _NAME_END]
+                        bans = [b for b in bans if b]
+                        out.append(("lx", f"(/{text}/ & " + " & ".join(f"~/{b}/" for b in bans) + ")") if bans else ("re", text))
                 run.clear()
 
         items = alt.body()
@@ -756,22 +777,26 @@ class Builder:
             if isinstance(item[0], str) and fill.get(item[1]) is not None:
                 # the tool's name, written as literal text of the delimiter's regex (a lexeme
                 # of its own would split the delimiter where a greedy part may go on)
-                items = items[:i] + [(_sre.LITERAL, ord(c)) for c in fill[item[1]]] + items[i + 1:]
+                written = [(_sre.LITERAL, ord(c)) for c in fill[item[1]]]
+                greedy = _greedy_class(item[2], alt.delim.path)
+                if greedy and written:
+                    written[-1] = (*written[-1], _NAME_END, greedy)  # (the name ends here: see flush)
+                items = items[:i] + written + items[i + 1:]
                 continue
             if self.marks and item[0] is _sre.LITERAL:
                 j = i
                 while j < len(items) and items[j][0] is _sre.LITERAL:
                     j += 1
-                text = "".join(chr(a) for _, a in items[i:j])
+                text = "".join(chr(it[1]) for it in items[i:j])
                 k = 0
                 while k < len(text):
                     hit = next((m for m in self.marks if text.startswith(m, k)), None)
                     if hit:
-                        flush()
+                        flush(hit)
                         out.append(("tok", hit))
                         k += len(hit)
                     else:
-                        run.append((_sre.LITERAL, ord(text[k])))
+                        run.append(items[i + k])
                         k += 1
                 i = j
                 continue
@@ -867,12 +892,14 @@ class Builder:
                 items.append(self.term(lead))
             else:
                 kind, text = pieces.pop(0)
-                first = "/" + text + "/" if kind == "re" else json.dumps(text)
+                first = "/" + text + "/" if kind == "re" else text if kind == "lx" else json.dumps(text)
                 if kind == "lit":
                     first = "/" + regex.escape(text) + "/"
                 items.append(self.rule(f"{self.term(lead)} {self.term(first)}", lazy=True))
         for kind, text in pieces:
-            if kind == "re":
+            if kind == "lx":
+                items.append(self.term(text))
+            elif kind == "re":
                 if _nullable(text):
                     items.append(self.term(f"(/{text}/ & /(?s:.+)/)") + "?")
                 else:
@@ -927,7 +954,58 @@ def _rest(self: "Builder", a: Alt) -> list[str]:
         # markers that are special tokens may follow too (a text lexeme cannot hold one)
         return [self.rule("(" + " | ".join([self.term("/(?s:.+)/"), *self.marks]) + ")*")]
     text = "/(?s:.+)/" if not banned else f"(/(?s:.+)/ & ~/(?:{'|'.join(banned)})(?s:.*)/)"
+    if self.marks:
+        # the first text, if any, keeps the lookahead (gigachat3's (?!\s*function call)); then
+        # tokens, each followed by any text (no two text lexemes side by side, so the first
+        # cannot be split to hide what it must not start with)
+        toks = "(" + " | ".join(self.marks) + ")"
+        return [self.term(text) + "?", self.rule(f"({toks} {self.term('/(?s:.+)/')}?)*")]
     return [self.term(text) + "?"]
+
+
+_NAME_END = "name-end"  # the third element of a literal item that ends a written tool name
+
+
+def _greedy_class(items: list, path: str) -> str | None:
+    """The class a named group ends in with a greedy unbounded repeat (``[^<\\s]+``), as
+    translated: what, written after the group's text, the group would read as its own."""
+    if not items:
+        return None
+    last = items[-1]
+    if isinstance(last[0], str) or last[0] is not _sre.MAX_REPEAT or last[1][1] != _sre.MAXREPEAT or len(last[1][2]) != 1:
+        return None
+    sub = list(last[1][2])[0]
+    if sub[0] not in (_sre.IN, _sre.NOT_LITERAL, _sre.ANY, _sre.LITERAL):
+        return None
+    try:
+        return translate([sub], path)
+    except GrammarUnsupported:
+        return None
+
+
+def _banned_before(part: list, token: str | None, path: str) -> str | None:
+    r"""What a piece written right before a special token must not be, from a negative
+    lookahead in it whose branches are literals running into the token (muse-glimmer's
+    ``to=(?!self<|user<)[\w.\-]+<|message|>``: the recipient is not ``self`` nor ``user``),
+    as the regex of the whole piece; None when there is none to write so."""
+    if token is None:
+        return None
+    for i, it in enumerate(part):
+        if isinstance(it[0], str) or it[0] is not _sre.ASSERT_NOT or it[1][0] != 1:
+            continue
+        sub = list(it[1][1])
+        branches = [list(b) for b in sub[0][1][1]] if len(sub) == 1 and sub[0][0] is _sre.BRANCH else [sub]
+        words = []
+        for b in branches:
+            if not b or any(x[0] is not _sre.LITERAL for x in b):
+                return None
+            word = "".join(chr(x[1]) for x in b)
+            k = next((k for k in range(len(word)) if token.startswith(word[k:])), None)
+            if k is None:
+                return None  # (a branch that does not run into the token: not written)
+            words.append("".join(_char(ord(c)) for c in word[:k]))
+        return translate(part[:i], path) + "(?:" + "|".join(words) + ")"
+    return None
 
 
 def _written_items(items: list, path: str, keep_empty: bool = False) -> list[str]:
@@ -1030,8 +1108,37 @@ class ValueWriter:
             props = schema.get("properties", {})
             req = [k for k in schema.get("required", []) if k in props]
             pairs = {k: f"{self.key(k)} \":\" \" \"? {self.value(props[k], depth + 1)}" for k in props}
-            return b.rule('"{" ' + _listed(pairs, req, '"," " "?') + ' "}"')
+            extra = self.extra(props) if schema.get("additionalProperties", True) is not False else ""
+            return b.rule('"{" ' + _with_extra(pairs, req, '"," " "?', extra) + ' "}"')
         raise GrammarUnsupported(f"{self.path}: schema type {kind!r} has no {self.dialect} value grammar")
+
+    def any(self) -> str:
+        """Any value of the dialect (an argument the schema does not describe)."""
+        b = self.b
+        name = f"any_{self.dialect}" + ("_d" if self.delims else "")
+        if name not in b.rules:
+            b.rules[name] = ""  # (reserved: the rule refers to itself)
+            sep = '"," " "?'
+            key = self.string() if self.dialect != "unquoted" else b.term("/[A-Za-z_][A-Za-z0-9_]*/")
+            true, false, null = ("True", "False", "None") if self.dialect == "python" else ("true", "false", "null")
+            b.rules[name] = (f'{self.string()} | {b.term("/" + _NUM + "/")} | "{true}" | "{false}" | "{null}"'
+                             f' | "[" ({name} ({sep} {name})*)? "]"'
+                             f' | "{{" ({key} ":" " "? {name} ({sep} {key} ":" " "? {name})*)? "}}"')
+        return name
+
+    def extra(self, props: dict) -> str:
+        """A key the schema does not name (``additionalProperties``, which JSON Schema allows
+        by default) and any value."""
+        b = self.b
+        known = "|".join("".join(_char(ord(c)) for c in k) for k in props)
+        if self.dialect == "json":
+            word = _JSON_STRING
+            known = f'"(?:{known})"' if known else ""
+        else:
+            word = "[A-Za-z_][A-Za-z0-9_]*"
+        name = f"/{word}/" if not known else f"(/{word}/ & ~/(?:{known})/)"
+        link = '"="' if self.dialect == "python" else '":" " "?'
+        return b.rule(f"{b.term(name)} {link} {self.any()}")
 
     def key(self, k: str) -> str:
         if self.dialect == "unquoted":
@@ -1059,9 +1166,22 @@ class ValueWriter:
         return json.dumps(json.dumps(v))
 
 
-def _listed(items: dict[str, str], required: list[str], sep: str) -> str:
+def _with_extra(items: dict[str, str], required: list[str], sep: str, extra: str) -> str:
+    """:func:`_listed`, then any number of ``extra`` items (keys the schema does not name)."""
+    if not extra:
+        return _listed(items, required, sep) if items else '""'
+    more = f"({sep} {extra})*"
+    if not items:
+        return f"({extra} {more})?"
+    if set(required) & set(items):
+        return f"{_listed(items, required, sep)} {more}"
+    return f"(({_listed(items, required, sep, empty=False)}) {more} | {extra} {more})?"
+
+
+def _listed(items: dict[str, str], required: list[str], sep: str, empty: bool = True) -> str:
     """Grammar of ``items`` written in order, each required one always and each other one
-    optionally, ``sep`` between two written ones."""
+    optionally, ``sep`` between two written ones (``empty``: none written, when none is
+    required)."""
     names = list(items)
     req = set(required)
 
@@ -1078,8 +1198,8 @@ def _listed(items: dict[str, str], required: list[str], sep: str) -> str:
         if name in req:
             break
     else:
-        alts.append("")
-    alts = [a for a in alts]
+        if empty:
+            alts.append("")
     if len(alts) == 1:
         return alts[0]
     return "(" + " | ".join(a if a else '""' for a in alts) + ")"
@@ -1185,6 +1305,12 @@ def _walk(self: Builder, start: tuple) -> str:
     used0 = {f.index for f in ir.fields if len(start) > 2 and f.name in start[2] and not f.repeats}
     key0 = ("start", 0, frozenset(used0))
     first = None
+    if state != free.index and self.closed_at_end(ir.fields[state], left):
+        # the prefix ends with the field's close, which the parser holds until more text
+        # comes (hunyuan-v3's <think></think> thinking off): the output starts after it
+        used0 |= {state} if not ir.fields[state].repeats else set()
+        key0 = ("start", 0, frozenset(used0))
+        state = free.index
     if state != free.index:
         # the prefix opened a field: its body, then its close, then the free state
         f = ir.fields[state]
@@ -1241,6 +1367,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 steps.append(Step("end", False))
         results: dict[Any, dict[bool, Any]] = {}
         ban = self.zero_width_ban(steps, L, check, open_ok, quiet, prev_ok, count, carried)
+        cuts = self.lazy_cuts(steps) if self.marks else {}
         rest_items: list[str] = []
         if isinstance(prev, tuple) and len(prev) == 2 and prev[0] in self.field_closes:
             after, rest_items = self.after_short(self.alts[prev[0]][prev[1]])
@@ -1250,7 +1377,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 continue
             ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
             try:
-                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, ban=ban, rest_items=rest_items)
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, ban=ban, rest_items=rest_items, cuts=cuts)
             except GrammarUnsupported as error:
                 self.refused.append(error)
                 got = None
@@ -1261,7 +1388,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if with_text[1] is not None and without[1] is not None and not (ident[0] == "end" and ident[3] == id(None)):
                 # text or none: one lazy lexeme whose text may be empty (a text lexeme
                 # beside a delimiter lexeme at one position would take the delimiter)
-                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, ban=ban)
+                got = self.try_step(with_text[0], L, check, open_ok, quiet, prev_ok, count, carried, nullable=True, ban=ban, cuts=cuts)
             elif ident[0] == "end" and ident[3] == id(None) and with_text[1] is not None and without[1] is not None:
                 alts_out.append(" ".join(with_text[1][0]))
                 got = without[1]
@@ -1325,6 +1452,26 @@ def _walk(self: Builder, start: tuple) -> str:
 Builder.walk = _walk
 
 
+def _closed_at_end(self: Builder, f: Field, left: str) -> bool:
+    """A match of the field's close ends the text, and stays the same whatever follows
+    (so the parser, holding it at the end of its input, commits it with the output's
+    first character)."""
+    if f.close is None or not left:
+        return False
+    pat = self.compiled[f.close.path]
+    found = next((m for m in pat.finditer(left) if m.end() == len(left) and m.end() > m.start()), None)
+    if found is None:
+        return False
+    for probe in ("x", " ", "\n", "<", "{", "[", "0"):
+        m = pat.search(left + probe, found.start())
+        if m is None or m.span() != found.span():
+            return False
+    return True
+
+
+Builder.closed_at_end = _closed_at_end
+
+
 def _where(self: Builder) -> str:
     return "fields"
 
@@ -1363,22 +1510,85 @@ def _zero_width_ban(self: Builder, steps: list[Step], L: str, check: Any, open_o
 Builder.zero_width_ban = _zero_width_ban
 
 
+def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
+    r"""{(id(alternative), tool name): items} for the text-led steps of a node whose lazy
+    lexeme (text and the delimiter's first piece) another step's lazy lexeme ends inside:
+    lazy lexemes end as soon as they match, so the longer one would never be written
+    (muse-glimmer with special tokens: the call's ``[^\S
+]*to=`` before its recipient ends
+    inside the reasoning's ``[^\S
+]*to=self``). The longer one is cut where the shorter
+    ends (the same lexeme for both), and the rest decides."""
+    firsts = {}
+    for st in steps:
+        a = st.open if st.kind in ("field", "unclosed") else st.close
+        if not st.text or a is None:
+            continue
+        fill = {self.shape.name_group: st.tool["name"]} if st.tool else {}
+        try:
+            pcs = self.pieces(a, fill)
+        except GrammarUnsupported:
+            continue
+        if not pcs or pcs[0][0] != "re" or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
+            continue
+        rep = _rep(a.body(), fill)
+        if rep:
+            firsts[(id(a), st.tool["name"] if st.tool else None)] = (a, fill, pcs[0][1], rep)
+    cuts: dict = {}
+    for kb, (b, fb, pb, rb) in firsts.items():
+        ends = next((j for j in range(1, len(rb) + 1) if _full(pb, rb[:j])), None)
+        if ends is None:
+            continue
+        for ka, (a, fa, pa, ra) in firsts.items():
+            if pa == pb or not any(_full(pa, rb[:j]) for j in range(1, ends)):
+                continue
+            for k in range(1, len(b.body()) + 1):
+                got = self.pieces(b, fb, k)
+                if got and got[0] == ("re", pa):
+                    cuts[kb] = k
+                    break
+    return cuts
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled_piece(text: str) -> Any:
+    try:
+        return regex.compile(text, regex.V0)
+    except regex.error:
+        return None
+
+
+def _full(piece: str, text: str) -> bool:
+    pat = _compiled_piece(piece)
+    return pat is not None and pat.fullmatch(text) is not None
+
+
+Builder.lazy_cuts = _lazy_cuts
+
+
 def _free_tokens(self: Builder) -> list[str]:
-    """The markers free text may hold as special tokens: those that begin no delimiter the
-    free state watches (a text lexeme cannot hold a token, so text with markers is text
+    """The markers free text may hold as special tokens: the template's own markers that
+    begin no delimiter the free state watches (a text lexeme cannot hold a token, so text with markers is text
     lexemes and tokens in turn). Every watched delimiter that holds a marker holds one of
     the markers left out, so no sequence of these can form a delimiter, and the text
     between them spells no marker in bytes."""
     hit = self.__dict__.get("_free_tokens")
     if hit is None:
+        def held(a: Alt) -> list[tuple[int, str]]:
+            text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in a.body())
+            return [(text.find(m), m) for m in self.marks if m in text]
+
         first = set()
         for w in self.free.watches:
             for a in self.alts[w.delim.path]:
-                text = "".join(chr(it[1]) if it[0] is _sre.LITERAL else "\0" for it in a.body())
-                at = [(text.find(m), m) for m in self.marks if m in text]
+                at = held(a)
                 if at:
                     first.add(min(at)[1])
-        hit = self.__dict__["_free_tokens"] = [m for m in self.marks if m not in first]
+        # only the template's own markers (its delimiters', its start anchor's): an
+        # end-of-sequence token in free text would end the reply where the grammar does not
+        anchor = self.t.get("start_anchor") if isinstance(self.t.get("start_anchor"), str) else ""
+        own = {m for alts in self.alts.values() for a in alts for _, m in held(a)} | {m for m in self.marks if m in anchor}
+        hit = self.__dict__["_free_tokens"] = [m for m in self.marks if m in own and m not in first]
     return hit
 
 
@@ -1394,11 +1604,13 @@ Builder.free_token_run = _free_token_run
 
 
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None = None, nullable: bool = False, ban: str = "", rest_items: list[str] = ()) -> Any:
+              carried: str | None = None, nullable: bool = False, ban: str = "", rest_items: list[str] = (),
+              cuts: dict | None = None) -> Any:
     """The grammar items of a step and the node it leads to ((key, left text, check)), or
     None when the template's patterns do not read it as written (``ban``: what free text
     here must not start with; ``rest_items``: the first lexeme of a longer close the
-    previous close was cut from, which a delimiter starting so is cut like)."""
+    previous close was cut from, which a delimiter starting so is cut like; ``cuts``: from
+    :meth:`lazy_cuts`)."""
     text = _FIELD_TEXT if st.text else ""
     s = L + text
     d0 = len(s)
@@ -1421,7 +1633,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, len(s), None, a.delim):
             return None
-        items += self.seq(self.pieces(a, {}), lead) + self.rest(a)
+        items += self.seq(self.pieces(a, {}, (cuts or {}).get((id(a), None), 0)), lead) + self.rest(a)
         return items, None
     if st.kind == "iclose":
         a = st.close
@@ -1431,7 +1643,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         s += r + _FIELD_TEXT
         if not prev_ok(s, check) or not open_ok(s, len(L), d0, d0 + len(r), None, a.delim):
             return None
-        cut = 0
+        cut = (cuts or {}).get((id(a), None), 0)
         if rest_items and not st.text:
             # apertus's \s*\]\s*<|tools_suffix|> after \} beside \}\s*\](?!...): both \s*\] first
             mine = [(i, t) for i, t in enumerate(_written_items(a.body(), a.delim.path, keep_empty=True)) if t]
@@ -1468,7 +1680,8 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             return None
         if not open_ok(s, len(L), d0, d1, f, st.open.delim):
             return None
-        items += self.seq(self.pieces(st.open, {self.shape.name_group: st.tool["name"]} if st.tool else {}), lead)
+        cut = (cuts or {}).get((id(st.open), st.tool["name"] if st.tool else None), 0) if st.text else 0
+        items += self.seq(self.pieces(st.open, {self.shape.name_group: st.tool["name"]} if st.tool else {}, cut), lead)
     elif not prev_ok(s, check):
         return None
     ncount = min(count + calls, 1)
@@ -1522,7 +1735,7 @@ def _close_excl(self: Builder, f: Field) -> str:
     key = ("excl", f.close.path)
     hit = self.shared.get(key)
     if hit is None:
-        hit = self.shared[key] = _exclusion(self.alts[f.close.path], f.close.path)
+        hit = self.shared[key] = _exclusion(self.alts[f.close.path], f.close.path, self.marks)
     return hit
 
 
@@ -1535,7 +1748,13 @@ def _body(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | None,
     key = (f.index, None if tool is None else tool["name"])
     hit = self.body_cache.get(key)
     if hit is None:
-        hit = self.body_cache[key] = (*_body_of(self, f, tool), getattr(self, "tail_lead", None))
+        items, rep, calls = _body_of(self, f, tool)
+        if items:
+            # one rule per body, named wherever the body is written: a %json written out in
+            # each step compiles once per step (gpt-oss with special tokens went past
+            # llguidance's lexer limit)
+            items = [self.rule(" ".join(items))]
+        hit = self.body_cache[key] = (items, rep, calls, getattr(self, "tail_lead", None))
     self.tail_lead = hit[3]
     return hit[:3]
 
@@ -1769,12 +1988,9 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
         props = params.get("properties", {})
         req = [k for k in params.get("required", []) if k in props]
         # keyword arguments in the schema's order: the required ones always, the others optionally
-        args = _listed({k: f'"{k}=" {w.value(props[k])}' for k in props}, req, '", "') if props else ""
-        extra = self.python_extra(props) if params.get("additionalProperties", True) is not False else ""
-        if extra and args:
-            args = f'{args} (", " {extra})*' if req else f'(({args}) (", " {extra})* | {extra} (", " {extra})*)'
-        elif extra:
-            args = f'({extra} (", " {extra})*)?'
+        extra = w.extra(props) if params.get("additionalProperties", True) is not False else ""
+        args = _with_extra({k: f'"{k}=" {w.value(props[k])}' for k in props}, req, '", "', extra)
+        args = "" if args == '""' else args
         calls.append(self.rule(f'"{t["name"]}(" {args} ")"' if args else f'"{t["name"]}()"'))
     call = self.rule(" | ".join(calls))
     many = f'({call} (", " {call})*)' if self.o.parallel else call
@@ -1785,24 +2001,6 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
 
 
 Builder.python_body = _python_body
-
-
-def _python_extra(self: Builder, props: dict) -> str:
-    """A keyword argument the schema does not name (its ``additionalProperties`` allows it,
-    as JSON Schema does by default): any other identifier, any Python literal."""
-    known = "|".join(regex.escape(k) for k in props)
-    name = "/[A-Za-z_][A-Za-z0-9_]*/" if not known else f"(/[A-Za-z_][A-Za-z0-9_]*/ & ~/(?:{known})/)"
-    string = "/" + _JSON_STRING + "|" + _PY_SQ_STRING + "/"
-    value = "py_any"
-    if value not in self.rules:
-        sep = '"," " "?'
-        self.rules[value] = (f'{self.term(string)} | {self.term("/" + _NUM + "/")} | "True" | "False" | "None"'
-                             f' | "[" ({value} ({sep} {value})*)? "]"'
-                             f' | "{{" ({self.term(string)} ":" " "? {value} ({sep} {self.term(string)} ":" " "? {value})*)? "}}"')
-    return self.rule(f'{self.term(name)} "=" {value}')
-
-
-Builder.python_extra = _python_extra
 
 
 def grammar_for(template: dict, tools: Any, *, tool_choice: str = "auto", parallel_tool_calls: bool = True,
