@@ -436,10 +436,42 @@ def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]
                 if d is not None:
                     alts[d.path] = _delim_alts(d, marks)
                     compiled[d.path] = regex.compile(d.regex_source, REGEX_FLAGS)
+        split = _split_on_leads(ir, alts, compiled) if not marks else False
         if len(_PARTS) > 256:
             _PARTS.clear()
         hit = _PARTS[key] = (alts, compiled, key)
+        _PARTS["split", key] = split
     return hit
+
+
+def _split_on_leads(ir: TemplateIR, alts: dict, compiled: dict) -> bool:
+    r"""Free-state delimiters a match of which may begin with another's literal lead inside
+    a branch or an optional group (hyperclovax's call open ``(?:\s*<|im_end|>\s*<|im_start|>
+    assistant)?\s*-> tool...`` beside the end ``\s*<|im_end|>(?!...)[\s\S]*``; gigachat3's
+    ``\s*<\|(?:message_sep\|>\s*function call...|function_call\|>)`` beside
+    ``\s*<\|message_sep\|>(?!...)``): their branches and the optional groups holding the lead
+    are distributed, so that each alternative starts with the lead's items and the step's
+    lazy lexeme can be cut where the other's ends (:meth:`Builder.lazy_cuts`). True when
+    one was."""
+    watched = [w.delim for w in ir.states[-1].watches if not w.delim.is_literal]
+    split = False
+    leads = {}
+    for d in watched:
+        for a in alts[d.path]:
+            lead = _lead_literal(a.items)
+            if len(lead) >= 3:
+                leads.setdefault(lead, set()).add(d.path)
+    for d in watched:
+        mine = [lead for lead, paths in leads.items() if d.path not in paths
+                and compiled[d.path].fullmatch(lead, partial=True) is not None
+                and not any(_lead_literal(a.items).startswith(lead) for a in alts[d.path])]
+        if mine:
+            try:
+                alts[d.path] = _delim_alts(d, tuple(sorted(mine)))
+            except GrammarUnsupported:
+                continue
+            split = True
+    return split
 
 
 def _lead_literal(items: list) -> str:
@@ -678,6 +710,7 @@ class Builder:
         self.marks = tuple(sorted((m for m in options.special if _token_form(m)), key=len, reverse=True))
         self.free = ir.states[-1]
         self.alts, self.compiled, self.key = _template_parts(ir, self.marks)
+        self.split = _PARTS.get(("split", self.key), False)  # (see _split_on_leads)
         self.calls = next((f for f in ir.fields if f.name == "tool_calls"), None)
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
@@ -1367,7 +1400,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 steps.append(Step("end", False))
         results: dict[Any, dict[bool, Any]] = {}
         ban = self.zero_width_ban(steps, L, check, open_ok, quiet, prev_ok, count, carried)
-        cuts = self.lazy_cuts(steps) if self.marks else {}
+        cuts = self.lazy_cuts(steps) if self.marks or self.split else {}
         rest_items: list[str] = []
         if isinstance(prev, tuple) and len(prev) == 2 and prev[0] in self.field_closes:
             after, rest_items = self.after_short(self.alts[prev[0]][prev[1]])
@@ -1529,18 +1562,19 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
             pcs = self.pieces(a, fill)
         except GrammarUnsupported:
             continue
-        if not pcs or pcs[0][0] != "re" or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
+        if not pcs or pcs[0][0] not in ("re", "lx") or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
             continue
         rep = _rep(a.body(), fill)
         if rep:
-            firsts[(id(a), st.tool["name"] if st.tool else None)] = (a, fill, pcs[0][1], rep)
+            firsts[(id(a), st.tool["name"] if st.tool else None)] = (a, fill, pcs[0], rep)
     cuts: dict = {}
-    for kb, (b, fb, pb, rb) in firsts.items():
-        ends = next((j for j in range(1, len(rb) + 1) if _full(pb, rb[:j])), None)
+    for kb, (b, fb, (kind_b, pb), rb) in firsts.items():
+        # where b's lazy lexeme ends on its own text (a piece with an exclusion: its end)
+        ends = next((j for j in range(1, len(rb) + 1) if _full(pb, rb[:j])), None) if kind_b == "re" else len(rb)
         if ends is None:
             continue
-        for ka, (a, fa, pa, ra) in firsts.items():
-            if pa == pb or not any(_full(pa, rb[:j]) for j in range(1, ends)):
+        for ka, (a, fa, (kind_a, pa), ra) in firsts.items():
+            if kind_a != "re" or pa == pb or not any(_full(pa, rb[:j]) for j in range(1, ends)):
                 continue
             for k in range(1, len(b.body()) + 1):
                 got = self.pieces(b, fb, k)
