@@ -445,8 +445,8 @@ def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]
 
 
 def _split_on_leads(ir: TemplateIR, alts: dict, compiled: dict) -> bool:
-    r"""Free-state delimiters a match of which may begin with another's literal lead inside
-    a branch or an optional group (hyperclovax's call open ``(?:\s*<|im_end|>\s*<|im_start|>
+    r"""Free-state delimiters a match of which may begin with the literal lead of an end
+    alternative (one that ends the reply) inside a branch or an optional group (hyperclovax's call open ``(?:\s*<|im_end|>\s*<|im_start|>
     assistant)?\s*-> tool...`` beside the end ``\s*<|im_end|>(?!...)[\s\S]*``; gigachat3's
     ``\s*<\|(?:message_sep\|>\s*function call...|function_call\|>)`` beside
     ``\s*<\|message_sep\|>(?!...)``): their branches and the optional groups holding the lead
@@ -459,7 +459,7 @@ def _split_on_leads(ir: TemplateIR, alts: dict, compiled: dict) -> bool:
     for d in watched:
         for a in alts[d.path]:
             lead = _lead_literal(a.items)
-            if len(lead) >= 3:
+            if a.end and len(lead) >= 3:  # (an end's lazy lexeme, text and all, ends the reply)
                 leads.setdefault(lead, set()).add(d.path)
     for d in watched:
         mine = [lead for lead, paths in leads.items() if d.path not in paths
