@@ -1564,7 +1564,10 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
             continue
         if not pcs or pcs[0][0] not in ("re", "lx") or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
             continue
-        rep = _rep(a.body(), fill)
+        key = ("rep", a.delim.path, a.index, tuple(fill.items()))
+        rep = self.shared.get(key, self)
+        if rep is self:
+            rep = self.shared[key] = _rep(a.body(), fill)
         if rep:
             firsts[(id(a), st.tool["name"] if st.tool else None)] = (a, fill, pcs[0], rep)
     cuts: dict = {}
@@ -1574,12 +1577,20 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
         if ends is None:
             continue
         for ka, (a, fa, (kind_a, pa), ra) in firsts.items():
-            if kind_a != "re" or pa == pb or not any(_full(pa, rb[:j]) for j in range(1, ends)):
-                continue
-            for k in range(1, len(b.body()) + 1):
-                got = self.pieces(b, fb, k)
-                if got and got[0] == ("re", pa):
-                    cuts[kb] = k
+            pat = _compiled_piece(pa) if kind_a == "re" and pa != pb else None
+            if pat is None or pat.match(rb, 0, ends - 1) is None:
+                continue  # (a match of a's piece on a prefix of b's text, before b's ends)
+            body = b.body()
+            for k in range(1, len(body) + 1):
+                if isinstance(body[k - 1][0], str):
+                    break  # (a cut falls before the first capture)
+                written = translate(body[:k], b.delim.path)
+                if written == pa:
+                    got = self.pieces(b, fb, k)
+                    if got and got[0] == ("re", pa):
+                        cuts[kb] = k
+                    break
+                if len(written) > len(pa):
                     break
     return cuts
 

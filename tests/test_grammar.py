@@ -360,21 +360,29 @@ def _validate(schema, value) -> str | None:
     return None
 
 
-def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "") -> None:
-    """Seeded random walks through the family's grammars (every tool choice) parse."""
+def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "", special: bool = False) -> None:
+    """Seeded random walks through the family's grammars (every tool choice) parse: no
+    malformed region, known tools, arguments valid for their schema, the call count the
+    options allow, a second parse equal (``special``: over a vocabulary whose markers are
+    special tokens)."""
     compiled = respc.load(family)
     sample = _sample(family)
     tools = sample["tools"]
     schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
     rng = random.Random(f"grammar-{family}{seed}")
+    tokenizer, lltok = _special_tokenizer(_markers(family)) if special else (None, None)
     failures, parsed = [], 0
     for choice, parallel in (("auto", True), ("required", True), ("required", False), ("none", True)):
-        grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice, parallel_tool_calls=parallel)
+        grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice, parallel_tool_calls=parallel,
+                                   special_tokens=tokenizer)
         for _ in range(rounds):
-            data = _walk(grammar, rng)
-            if data is None:
+            if special:
+                text = _walk_tokens(grammar, lltok, tokenizer, rng)
+            else:
+                data = _walk(grammar, rng)
+                text = None if data is None else data.decode("utf-8", errors="strict")
+            if text is None:
                 continue
-            text = data.decode("utf-8", errors="strict")
             case = f"{family} tool_choice={choice} parallel={parallel}: {text!r}"
             message, errors = compiled.parse(text, prefix=prefix, tools=tools, on_malformed="collect")
             if errors:
@@ -645,41 +653,6 @@ def test_special_token_random_walks_parse(family):
     region, known tools, arguments valid for their schema, the call count the options allow."""
     needs("tokenizers")
     needs("jsonschema")
-    compiled = respc.load(family)
     sample = _sample(family)
-    tools = sample["tools"]
-    schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
-    tokenizer, lltok = _special_tokenizer(_markers(family))
-    rng = random.Random(f"special-{family}")
     prefix = next((c["prefix"] for c in sample["cases"] if _calls(c)), sample["cases"][0]["prefix"])
-    failures, parsed = [], 0
-    for choice, parallel in (("auto", True), ("required", True), ("required", False), ("none", True)):
-        grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice, parallel_tool_calls=parallel,
-                                   special_tokens=tokenizer)
-        for _ in range(4):
-            text = _walk_tokens(grammar, lltok, tokenizer, rng)
-            if text is None:
-                continue
-            case = f"{family} tool_choice={choice} parallel={parallel}: {text!r}"
-            message, errors = compiled.parse(text, prefix=prefix, tools=tools, on_malformed="collect")
-            if errors:
-                failures.append(f"{case}: malformed {errors}")
-                continue
-            calls = message.get("tool_calls") or []
-            if choice == "required" and not calls:
-                failures.append(f"{case}: no call")
-            if choice == "none" and calls:
-                failures.append(f"{case}: a call")
-            if not parallel and len(calls) > 1:
-                failures.append(f"{case}: {len(calls)} calls")
-            for call in calls:
-                fn = call.get("function", {})
-                if fn.get("name") not in schemas:
-                    failures.append(f"{case}: unknown tool {fn.get('name')!r}")
-                    continue
-                problem = _validate(schemas[fn["name"]], fn.get("arguments"))
-                if problem:
-                    failures.append(f"{case}: arguments {fn.get('arguments')!r}: {problem}")
-            parsed += 1
-    assert not failures, "\n".join(failures[:10])
-    assert parsed > 0, f"{family}: no random walk ended within the bound"
+    _walks_parse(family, prefix, rounds=4, seed="-special", special=True)
