@@ -286,6 +286,8 @@ def test_a_scanned_argument_reads_a_bounded_context(monkeypatch, family):
     ``</tool_call>\\s*`` none), not all of it joined at every chunk (it did: the context a
     scan read grew with the argument, 71 µs per chunk at an 800 KB argument against 10 µs at
     50 KB), and the message is the same as a whole parse."""
+    if respc.RUNTIME_INFO.startswith("compiled"):
+        pytest.skip("wraps a state's scan, which the compiled runtime's State keeps read-only")
     compiled = respc.load(family)
     parser_class = compiled.Parser
     assert parser_class.CONTEXT < 0, f"{family}'s context is bounded ({parser_class.CONTEXT}): pick another family"
