@@ -15,6 +15,7 @@ Both are conservative: a pattern they do not fully understand gets ``None`` /
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,6 +256,18 @@ _MAX_FILTERS = 16
 _MAX_PREFIXES = 64
 
 
+def _every_branch(pattern: str, test: Callable[[str], bool], groups: tuple[str, ...]) -> bool:
+    """``test`` holds for every top-level alternative of ``pattern``; False for a pattern
+    that opens with a ``(?`` group other than ``groups`` (inline flags) or that the branch
+    reader does not know."""
+    if pattern.startswith("(?") and not pattern.startswith(groups):
+        return False  # inline flags
+    try:
+        return all(test(branch) for branch in _split_alternatives(pattern))
+    except (_Unknown, IndexError):
+        return False
+
+
 def skips_ahead(pattern: str) -> bool:
     """True when every match of ``pattern`` begins at the start of the text (``\\A``) or with
     a literal character (in a lookahead or a group too). The regex module's search then skips
@@ -264,12 +277,7 @@ def skips_ahead(pattern: str) -> bool:
     end of the text (it keeps only a complete occurrence), which is quadratic in the text
     searched: their partial searches of long texts go through runtime/scan.search_partial.
     Conservative: False where that is not known."""
-    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P<", "(?=")):
-        return False  # inline flags
-    try:
-        return all(_starts_at_known(branch) for branch in _split_alternatives(pattern))
-    except (_Unknown, IndexError):
-        return False
+    return _every_branch(pattern, _starts_at_known, ("(?:", "(?P<", "(?="))
 
 
 def _starts_at_known(branch: str) -> bool:
@@ -437,12 +445,7 @@ def ws_lasting(pattern: str) -> bool:
     (optional), then an element that needs a character other than whitespace. A held run
     of whitespace then stays held, unchanged, while only whitespace follows (runtime/base.py's
     lasting holds). Conservative: False where that is not known."""
-    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?<=", "(?P<", "(?=")):
-        return False  # inline flags
-    try:
-        return all(_lasting_branch(branch) for branch in _split_alternatives(pattern))
-    except (_Unknown, IndexError):
-        return False
+    return _every_branch(pattern, _lasting_branch, ("(?:", "(?<=", "(?P<", "(?="))
 
 
 def _lasting_branch(branch: str) -> bool:
