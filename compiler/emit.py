@@ -598,18 +598,17 @@ class _ScanWriter(Writer):
     def _find_first(self, firsts: list[str], start: str, upto: str = "") -> None:
         """``i`` = the first position >= ``start`` (and <= ``upto``, if given) holding one of
         ``firsts`` (-1: none)."""
-        if len(firsts) > 1 and start != "pos":
-            self.line(f"k = {start}")
-            start = "k"
-
-        def find(var: str, c: str) -> None:
-            find_into(self, var, c, start, upto)
-
-        find("i", firsts[0])
-        for c in firsts[1:]:
-            find("j", c)
-            with self.block("if j >= 0 and (i < 0 or j < i):"):
-                self.line("i = j")
+        if len(firsts) == 1:
+            find_into(self, "i", firsts[0], start, upto)
+            return
+        # (one call that searches them all in widening windows: each literal found
+        # separately would be looked for to the end of the buffer when it occurs only far
+        # away, at every scan: quadratic in a region's delimiters, see _scan.first_of)
+        lead = {c[0] for c in firsts}
+        lead = lead.pop() if len(lead) == 1 and next(iter(lead)) not in _COMMON else ""
+        top = f", {upto}" if upto else (", -1" if lead else "")
+        lead_arg = f", {literal(lead)}" if lead else ""
+        self.line(f"i = _scan.first_of(buf, {literal(tuple(firsts))}, {start}{top}{lead_arg})")
 
     def _try_candidate(self, name: str, info: Any, looked: list[str], start: str, by_prefix: bool) -> None:
         """The candidate loop's body: try the regex at ``i``, keep the leftmost match, find the next ``i``."""

@@ -155,8 +155,10 @@ def _split_alternatives(body: str) -> list[str]:
     return parts
 
 
-def _required_firsts(pattern: str) -> set[str]:
-    """The possible first characters of a pattern whose first element is required."""
+def _required_firsts(pattern: str, ahead: bool = False) -> set[str]:
+    """The possible first characters of a pattern whose first element is required.
+    ``ahead``: a leading lookahead counts as that element (what :func:`lead` reads; the
+    other analyses refuse lookarounds)."""
     if not pattern:
         raise _Unknown
     c = pattern[0]
@@ -175,11 +177,15 @@ def _required_firsts(pattern: str) -> set[str]:
             if name_end < 0:
                 raise _Unknown
             inner = inner[name_end + 1 :]
+        elif inner.startswith("?=") and ahead:
+            # a leading lookahead: the match begins where its text does (zero-width, and
+            # what follows is matched from the same position)
+            inner = inner[2:]
         elif inner.startswith("?"):
-            raise _Unknown  # lookarounds, flags, atomic groups, ...
+            raise _Unknown  # other lookarounds, flags, atomic groups, ...
         chars = set()
         for branch in _split_alternatives(inner):
-            chars |= _required_firsts(branch)
+            chars |= _required_firsts(branch, ahead)
         end = close + 1
     elif c in _META:
         raise _Unknown
@@ -209,10 +215,28 @@ def _optional_lead_ways(branch: str) -> list[str]:
     return [branch[: close + 1] + rest, rest]
 
 
+#: the ``(?`` groups :func:`lead` reads: plain and named groups, back references, and
+#: lookarounds (zero-width: a lookahead that comes first tells how a match begins, see
+#: _required_firsts; any other is passed over, its text is not a match's beginning)
+_READ_GROUPS = ("(?:", "(?P<", "(?P=", "(?=", "(?!", "(?<=", "(?<!")
+
+
+def _unread_syntax(pattern: str) -> bool:
+    """True when ``pattern`` has a ``(?`` group :func:`lead` does not read (inline flags,
+    atomic groups, conditionals...). Read as plain text: an escaped ``\\(?`` counts too
+    (only speed is lost)."""
+    at = pattern.find("(?")
+    while at >= 0:
+        if not pattern.startswith(_READ_GROUPS, at):
+            return True
+        at = pattern.find("(?", at + 2)
+    return False
+
+
 def lead(pattern: str) -> Lead | None:
     """How every match of ``pattern`` begins, or None when that is not known."""
-    if "(?" in pattern.replace("(?:", "").replace("(?P<", "").replace("(?P=", ""):
-        return None  # inline flags (case-insensitivity!), lookarounds, ...: stay general
+    if _unread_syntax(pattern):
+        return None  # inline flags (case-insensitivity!), atomic groups, ...: stay general
     ws = ws_required = False
     all_ws = True
     firsts: set[str] = set()
@@ -230,10 +254,10 @@ def lead(pattern: str) -> Lead | None:
                     ws_required = ws_required or prefix == "\\s+"
                     break
             for way in _optional_lead_ways(branch):
-                firsts |= _required_firsts(way)
+                firsts |= _required_firsts(way, True)
                 if prefixes is not None:
                     try:
-                        prefixes |= _required_prefixes(way)
+                        prefixes |= _required_prefixes(way, True)
                     except (_Unknown, IndexError):
                         prefixes = None
     except (_Unknown, IndexError):
@@ -587,14 +611,15 @@ def _long_prefixes(pattern: str) -> set[str]:
     return _prefixes(pattern, through=True)
 
 
-def _required_prefixes(pattern: str) -> set[str]:
+def _required_prefixes(pattern: str, ahead: bool = False) -> set[str]:
     """Strings one of which every match of ``pattern`` starts with (its leading required
     literal characters; alternatives of a leading group each give theirs). Falls back to
-    the first characters where nothing longer is known."""
-    return _prefixes(pattern, through=False)
+    the first characters where nothing longer is known. ``ahead``: read a leading
+    lookahead (see :func:`_required_firsts`)."""
+    return _prefixes(pattern, through=False, ahead=ahead)
 
 
-def _prefixes(pattern: str, through: bool) -> set[str]:
+def _prefixes(pattern: str, through: bool, ahead: bool = False) -> set[str]:
     """The leading required literal characters of ``pattern``'s matches, and where a group
     comes first, its alternatives' own. ``through``: also a group after literal characters,
     each alternative followed by what comes after the group (Lead.filters; ``""`` when
@@ -614,12 +639,19 @@ def _prefixes(pattern: str, through: bool) -> set[str]:
                 inner = inner[2:]
             elif inner.startswith("?P<"):
                 inner = inner[inner.find(">") + 1 :]
+            elif inner.startswith("?=") and ahead and not through:
+                # a leading lookahead (``out`` is empty here): every match starts with one
+                # of its text's prefixes (zero-width: nothing after it is read)
+                found = set()
+                for branch in _split_alternatives(inner[2:]):
+                    found |= _prefixes(branch, False, ahead)
+                return found
             elif inner.startswith("?"):
                 break  # lookarounds, back references, ...
             found: set[str] = set()
             if not through:
                 for branch in _split_alternatives(inner):
-                    found |= _prefixes(branch, False)
+                    found |= _prefixes(branch, False, ahead)
                 return found
             if after[:1] in ("+", "{"):
                 after = ""  # the group may repeat: what follows its first time is not known
@@ -646,7 +678,7 @@ def _prefixes(pattern: str, through: bool) -> set[str]:
         i = end
     if out or through:
         return {"".join(out)}
-    return set(_required_firsts(pattern))
+    return set(_required_firsts(pattern, ahead))
 
 
 #: A pattern made only of these (and lookarounds) can only ever match empty.

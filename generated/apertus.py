@@ -65,14 +65,6 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*(?:\\]\\s*<\\|tools_suffix\\|>\\s*|<\\|tools_suffix\\|>\\s*|<\\|assistant_end\\|>[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
-    '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)',
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
-    '(?:\\G|(?<!\\s))(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"(?P<name>[^"]+)"\\s*:)|(?!)',
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
     '(?:(?<=\\})\\s*\\}(?=\\s*(?:,\\s*\\{\\s*"|\\]\\s*<\\|tools_suffix\\|>))|(?<=\\})\\s*\\}\\s*\\](?!\\s*<\\|tools_suffix\\|>))\\s*|(?!)',
     _regex.DOTALL,
@@ -137,19 +129,51 @@ _RE_CONTENT_CLOSE_4_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|assistant_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_29 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*\\]\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_30 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|i",
+        "<|in",
+        "<|inn",
+        "<|inne",
+        "<|inner",
+        "<|inner_",
+        "<|inner_s",
+        "<|inner_su",
+        "<|inner_suf",
+        "<|inner_suff",
+        "<|inner_suffi",
+        "<|inner_suffix",
+        "<|inner_suffix|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tools",
+        "<|tools_",
+        "<|tools_p",
+        "<|tools_pr",
+        "<|tools_pre",
+        "<|tools_pref",
+        "<|tools_prefi",
+        "<|tools_prefix",
+        "<|tools_prefix|",
+    )
+)  # of ('<|inner_suffix|>', '<|tools_prefix|>')
+_BEGINNINGS_1 = frozenset(
     (
         "<",
         "<|",
@@ -207,7 +231,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -225,11 +249,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex <\\|inner_suffix\\|>|(?=<\\|tools_prefix\\|>)
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: <|inner_suffix|>, <|tools_prefix|>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|inner_suffix|>", "<|tools_prefix|>"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|inner_suffix|>", "<|tools_prefix|>"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 15 if n - 15 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -243,6 +290,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -312,7 +366,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 15 if n - 15 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 15 if n - 15 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 c = (
@@ -336,30 +390,37 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, None)
                 lim = s
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*\"(?P<name>[^\"]+)\"\\s*:
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_2_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, k
+        # every match is whitespace, then one of: ,, <; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        i = _scan.first_of(buf, (",", "<"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            if not buf.startswith((",", "<|tools_prefix|>"), i) and (
+                eos or n - i >= 16 or not _scan.prefix_partial(buf, i, (",", "<|tools_prefix|>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = _scan.first_of(buf, (",", "<"), i + 1)
+                continue
+            c = (
+                _RE_TOOL_CALLS_OPEN_2.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_2.match(buf, j, partial=True)
             )
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_2_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _scan.search_partial(
-                        _RE_TOOL_CALLS_OPEN_2_WS, _RE_TOOL_CALLS_OPEN_2_WS_ANY, buf, m.start() + 1
-                    )
-                )
-                if m.start() < n
-                else None
-            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, (",", "<"), i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -377,10 +438,7 @@ class Parser(_base.ParserBase):
         # every match is whitespace, then one of: <, ]; try the regex only there
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
-        i = buf.find("<", pos)
-        j = buf.find("]", pos)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<", "]"), pos)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -391,11 +449,7 @@ class Parser(_base.ParserBase):
                 or not _scan.prefix_partial(buf, i, ("<|assistant_end|>", "<|tools_suffix|>", "]"))
             ):
                 # no match, whole or partial, can start here: it would begin with one of these
-                k = i + 1
-                i = buf.find("<", k)
-                j = buf.find("]", k)
-                if j >= 0 and (i < 0 or j < i):
-                    i = j
+                i = _scan.first_of(buf, ("<", "]"), i + 1)
                 continue
             c = (
                 _RE_CONTENT_CLOSE_4.match(buf, j)
@@ -408,11 +462,7 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find("<", k)
-            j = buf.find("]", k)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<", "]"), i + 1)
         if m is None and not eos:
             # a trailing whitespace run may still become a match
             i = _scan.ws_run_start(buf, pos, n)
@@ -432,6 +482,18 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: ,, <, ]
+        if "," not in x and "<" not in x and "]" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
 
     FIELDS = (
         _scan.Field(
@@ -465,7 +527,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -491,7 +553,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -533,10 +595,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_29,
-                        _RE_TAIL_30,
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -550,7 +612,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -592,10 +654,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_26,
                     (
-                        _RE_TAIL_29,
-                        _RE_TAIL_30,
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

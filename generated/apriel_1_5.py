@@ -472,14 +472,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|end|>", i):
-            i = buf.find("<|end|>", i + 1, top + 7)
-        j = buf.find("[", pos, top + 1)
-        if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
-            j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|end|>", "[END FINAL RESPONSE]"), pos, top)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -496,15 +489,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|end|>", i):
-                i = buf.find("<|end|>", i + 1, top + 7)
-            j = buf.find("[", k, top + 1)
-            if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
-                j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|end|>", "[END FINAL RESPONSE]"), i + 1, top)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -57,20 +57,6 @@ _RE_TOOL_CALLS_CLOSE_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3 = _regex.compile(
     "\\s*(?:\\[END FINAL RESPONSE\\]|<\\|end\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_REASONING_CONTENT_CLOSE_0_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))", _regex.DOTALL
-)  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_REASONING_CONTENT_CLOSE_0_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>)))|(?!)", _regex.DOTALL
-)  # fields.reasoning_content.close_pattern (partial searches of long texts, see scan.search_partial)
-_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{))|(?!)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\]\\s*</tool_calls>)|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
@@ -86,19 +72,55 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_13 = _regex.compile(
+_RE_TAIL_9 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_14 = _regex.compile(
+_RE_TAIL_10 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_15 = _regex.compile(
+_RE_TAIL_11 = _regex.compile(
     "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<t",
+        "<to",
+        "<too",
+        "<tool",
+        "<tool_",
+        "<tool_c",
+        "<tool_ca",
+        "<tool_cal",
+        "<tool_call",
+        "<tool_calls",
+        "[",
+        "[B",
+        "[BE",
+        "[BEG",
+        "[BEGI",
+        "[BEGIN",
+        "[BEGIN ",
+        "[BEGIN F",
+        "[BEGIN FI",
+        "[BEGIN FIN",
+        "[BEGIN FINA",
+        "[BEGIN FINAL",
+        "[BEGIN FINAL ",
+        "[BEGIN FINAL R",
+        "[BEGIN FINAL RE",
+        "[BEGIN FINAL RES",
+        "[BEGIN FINAL RESP",
+        "[BEGIN FINAL RESPO",
+        "[BEGIN FINAL RESPON",
+        "[BEGIN FINAL RESPONS",
+        "[BEGIN FINAL RESPONSE",
+    )
+)  # of ('<tool_calls>', '[BEGIN FINAL RESPONSE]')
+_BEGINNINGS_1 = frozenset(
     (
         "<",
         "<|",
@@ -163,7 +185,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -181,13 +203,41 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex \\s*(?:\\[BEGIN FINAL RESPONSE\\]|(?=<tool_calls>))
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_0_WS.search(buf, pos)
-            if eos
-            else _scan.search_partial(
-                _RE_REASONING_CONTENT_CLOSE_0_WS, _RE_REASONING_CONTENT_CLOSE_0_WS_ANY, buf, pos
+        # every match is whitespace, then one of: <tool_calls>, [BEGIN FINAL RESPONSE]; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<tool_calls>", "[BEGIN FINAL RESPONSE]"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_0.match(buf, j)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_0.match(buf, j, partial=True)
             )
-        )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<tool_calls>", "[BEGIN FINAL RESPONSE]"), i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 21 if n - 21 > pos else pos, "<[", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_0.match(buf, j)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_0.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -201,6 +251,18 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, [
+        if "<" not in x and "[" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -259,30 +321,37 @@ class Parser(_base.ParserBase):
                 if i < hold:
                     hold = i
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*<tool_calls>\\s*\\[\\s*(?=\\{)|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*(?=\\{)
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+        # every match is whitespace, then one of: ,, <; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        i = _scan.first_of(buf, (",", "<"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            if not buf.startswith((",", "<tool_calls>"), i) and (
+                eos or n - i >= 12 or not _scan.prefix_partial(buf, i, (",", "<tool_calls>"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = _scan.first_of(buf, (",", "<"), i + 1)
+                continue
+            c = (
+                _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
             )
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _scan.search_partial(
-                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
-                    )
-                )
-                if m.start() < n
-                else None
-            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, (",", "<"), i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -301,14 +370,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|end|>", i):
-            i = buf.find("<|end|>", i + 1, top + 7)
-        j = buf.find("[", pos, top + 1)
-        if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
-            j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|end|>", "[END FINAL RESPONSE]"), pos, top)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -325,19 +387,11 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|end|>", i):
-                i = buf.find("<|end|>", i + 1, top + 7)
-            j = buf.find("[", k, top + 1)
-            if j >= 0 and not buf.startswith("[END FINAL RESPONSE]", j):
-                j = buf.find("[END FINAL RESPONSE]", j + 1, top + 20)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|end|>", "[END FINAL RESPONSE]"), i + 1, top)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<[", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -367,6 +421,18 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: ,, <, H, [
+        if "," not in x and "<" not in x and "H" not in x and "[" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
 
     FIELDS = (
         _scan.Field(
@@ -400,7 +466,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -426,7 +492,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -440,10 +506,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_13,
+                    _RE_TAIL_9,
                     (
-                        _RE_TAIL_14,
-                        _RE_TAIL_15,
+                        _RE_TAIL_10,
+                        _RE_TAIL_11,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -456,7 +522,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -470,10 +536,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_13,
+                    _RE_TAIL_9,
                     (
-                        _RE_TAIL_14,
-                        _RE_TAIL_15,
+                        _RE_TAIL_10,
+                        _RE_TAIL_11,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

@@ -48,12 +48,6 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile("```\\s*", _regex.DOTALL)  # fields.tool
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*Action:\\s*```(?:json)?\\s*(?=\\[))", _regex.DOTALL
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*Action:\\s*```(?:json)?\\s*(?=\\[))|(?!)", _regex.DOTALL
-)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:```)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -90,14 +84,15 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_15 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(("`", "``"))  # of ('```',)
-_BEGINNINGS_1 = frozenset(
+_BEGINNINGS_1 = frozenset(("A", "Ac", "Act", "Acti", "Actio", "Action"))  # of ('Action:',)
+_BEGINNINGS_2 = frozenset(
     (
         "<",
         "<|",
@@ -126,6 +121,13 @@ _BEGINNINGS_1 = frozenset(
 _QUIET_TOOL_CALLS = _scan.quiet_table((("```",), ()))  # marks of fields.tool_calls
 _PENDING_TOOL_CALLS = (
     (("```",), False, _RE_TOOL_CALLS_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(
+    ((), ("Action:", "<|END_OF_TURN_TOKEN|>"))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("Action:",), True, _RE_TOOL_CALLS_OPEN_0),
+    (("<|END_OF_TURN_TOKEN|>",), True, _RE_CONTENT_CLOSE_2),
 )  # regex delimiters a held partial match of which is re-checked alone
 
 
@@ -248,30 +250,52 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*Action:\\s*```(?:json)?\\s*(?=\\[)
+        # every match is whitespace, then one of: Action:; try the regex only there
+        m = None
         # (the last search's outcome is remembered: it is not run through the same text again)
         a = pos + self._off
         f = self._memo[0]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find("Action:", f[2] - self._off if f[2] - self._off > pos else pos)
             )
-        )
-        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
+        else:
+            i = buf.find("Action:", pos)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 6)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("Action:", i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "A", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_TOOL_CALLS_OPEN_0.match(buf, j)
                     if eos
-                    else _scan.search_partial(
-                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
-                    )
+                    else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
                 )
-                if m.start() < n
-                else None
-            )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -314,7 +338,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 20 if n - 20 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 20 if n - 20 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -344,6 +368,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, A
+        if "<" not in x and "A" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -389,7 +429,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -408,7 +448,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),
@@ -417,7 +457,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -436,7 +476,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),

@@ -462,14 +462,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<｜tool▁calls▁begin｜>", i):
-            i = buf.find("<｜tool▁calls▁begin｜>", i + 1, top + 20)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<｜tool▁call▁begin｜>", j):
-            j = buf.find("<｜tool▁call▁begin｜>", j + 1, top + 19)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -486,15 +479,9 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<｜tool▁calls▁begin｜>", i):
-                i = buf.find("<｜tool▁calls▁begin｜>", i + 1, top + 20)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<｜tool▁call▁begin｜>", j):
-                j = buf.find("<｜tool▁call▁begin｜>", j + 1, top + 19)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(
+                buf, ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"), i + 1, top, "<"
+            )
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -528,14 +515,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
-            i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
-            j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -552,15 +532,9 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", i):
-                i = buf.find("<｜end▁of▁sentence｜>", i + 1, top + 19)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<｜tool▁calls▁end｜>", j):
-                j = buf.find("<｜tool▁calls▁end｜>", j + 1, top + 18)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(
+                buf, ("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>"), i + 1, top, "<"
+            )
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

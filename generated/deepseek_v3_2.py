@@ -506,14 +506,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<｜DSML｜function_calls>", i):
-            i = buf.find("<｜DSML｜function_calls>", i + 1, top + 22)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<｜DSML｜invoke", j):
-            j = buf.find("<｜DSML｜invoke", j + 1, top + 13)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<｜DSML｜function_calls>", "<｜DSML｜invoke"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -530,15 +523,9 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<｜DSML｜function_calls>", i):
-                i = buf.find("<｜DSML｜function_calls>", i + 1, top + 22)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<｜DSML｜invoke", j):
-                j = buf.find("<｜DSML｜invoke", j + 1, top + 13)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(
+                buf, ("<｜DSML｜function_calls>", "<｜DSML｜invoke"), i + 1, top, "<"
+            )
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -572,14 +559,9 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("</｜DSML｜function_calls>", i):
-            i = buf.find("</｜DSML｜function_calls>", i + 1, top + 23)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", j):
-            j = buf.find("<｜end▁of▁sentence｜>", j + 1, top + 19)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(
+            buf, ("</｜DSML｜function_calls>", "<｜end▁of▁sentence｜>"), pos, top, "<"
+        )
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -596,15 +578,9 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("</｜DSML｜function_calls>", i):
-                i = buf.find("</｜DSML｜function_calls>", i + 1, top + 23)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<｜end▁of▁sentence｜>", j):
-                j = buf.find("<｜end▁of▁sentence｜>", j + 1, top + 19)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(
+                buf, ("</｜DSML｜function_calls>", "<｜end▁of▁sentence｜>"), i + 1, top, "<"
+            )
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

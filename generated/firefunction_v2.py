@@ -49,14 +49,6 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*<\\|eot_id\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_0_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*functools\\s*\\[\\s*(?=\\{)|\\s*,(?<=functools\\s*\\[(?:(?!<\\|eot_id\\|>).)*\\},)\\s*(?=\\{))",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*functools\\s*\\[\\s*(?=\\{)|\\s*,(?<=functools\\s*\\[(?:(?!<\\|eot_id\\|>).)*\\},)\\s*(?=\\{))|(?!)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\])|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
@@ -84,7 +76,7 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_14 = _regex.compile(
+_RE_TAIL_12 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -124,7 +116,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 1
+    MEMOS = 0
 
     @staticmethod
     def new_defaults():
@@ -168,30 +160,34 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex \\s*functools\\s*\\[\\s*(?=\\{)|\\s*,(?<=functools\\s*\\[(?:(?!<\\|eot_id\\|>).)*\\},)\\s*(?=\\{)
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[0]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_0_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, k
+        # every match is whitespace, then one of: ,, f; try the regex only there
+        m = None
+        i = _scan.first_of(buf, (",", "f"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if not buf.startswith((",", "functools"), i) and (
+                eos or n - i >= 9 or not _scan.prefix_partial(buf, i, (",", "functools"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = _scan.first_of(buf, (",", "f"), i + 1)
+                continue
+            c = (
+                _RE_TOOL_CALLS_OPEN_0.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.match(buf, j, partial=True)
             )
-        )
-        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_0_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _scan.search_partial(
-                        _RE_TOOL_CALLS_OPEN_0_WS, _RE_TOOL_CALLS_OPEN_0_WS_ANY, buf, m.start() + 1
-                    )
-                )
-                if m.start() < n
-                else None
-            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, (",", "f"), i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -265,6 +261,18 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: ,, <, f
+        if "," not in x and "<" not in x and "f" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
+
     FIELDS = (
         _scan.Field(
             name="tool_calls",
@@ -302,7 +310,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -321,7 +329,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=24,
         ),
@@ -330,7 +338,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -349,7 +357,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=24,
         ),

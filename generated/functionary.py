@@ -51,12 +51,6 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:>>>all\\n|<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_CLOSE_1_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*)|(?!)", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|eot_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -69,19 +63,23 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_7 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_8 = _regex.compile(
     "\\s*(?=>>>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_9 = _regex.compile(
     "\\s*>>>all\\n", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    ("<", "<|", "<|e", "<|eo", "<|eot", "<|eot_", "<|eot_i", "<|eot_id", "<|eot_id|", ">", ">>")
+)  # of ('<|eot_id|>', '>>>')
+_BEGINNINGS_1 = frozenset((">", ">>"))  # of ('>>>',)
+_BEGINNINGS_2 = frozenset(
     (
         "<",
         "<|",
@@ -100,6 +98,17 @@ _BEGINNINGS_0 = frozenset(
         ">>>all",
     )
 )  # of ('<|eot_id|>', '>>>all\n')
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_TOOL_CALLS = _scan.quiet_table(((), ("<|eot_id|>", ">>>")))  # marks of fields.tool_calls
+_PENDING_TOOL_CALLS = (
+    (("<|eot_id|>", ">>>"), True, _RE_TOOL_CALLS_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(((">>>",), ("<|eot_id|>", ">>>all\n")))  # marks of the free state
+_PENDING_FREE = (
+    ((">>>",), False, _RE_TOOL_CALLS_OPEN_0),
+    (("<|eot_id|>", ">>>all\n"), True, _RE_CONTENT_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 # fields.tool_calls.content: json, bound once to its content_args
@@ -152,13 +161,41 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?=>>>)|\\s*<\\|eot_id\\|>[\\s\\S]*
-        m = (
-            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_CLOSE_1_WS, _RE_TOOL_CALLS_CLOSE_1_WS_ANY, buf, pos
+        # every match is whitespace, then one of: <|eot_id|>, >>>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|eot_id|>", ">>>"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
             )
-        )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|eot_id|>", ">>>"), i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<>", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                    if eos
+                    else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -173,6 +210,22 @@ class Parser(_base.ParserBase):
                     return (s, e, -1, None)
         return hold
 
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, >
+        if "<" not in x and ">" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        if cut < 0 and _scan.still_pending(x, _PENDING_TOOL_CALLS, _QUIET_TOOL_CALLS[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
+
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open tool_calls, close content.
         n = len(buf)
@@ -180,26 +233,49 @@ class Parser(_base.ParserBase):
         best = None
         lim = n  # where the best candidate starts
         # open tool_calls -- fields.tool_calls.open_pattern: regex >>>(?!all\\n)(?P<name>[A-Za-z_][\\w.\\-]*)\\n
+        # every match is one of: >>>; try the regex only there
+        m = None
         # (the last search's outcome is remembered: it is not run through the same text again)
         a = pos + self._off
         f = self._memo[0]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_TOOL_CALLS_OPEN_0.search(buf, k)
-            if eos
-            else _RE_TOOL_CALLS_OPEN_0.search(buf, k, partial=True)
-        )
-        self._memo[0] = (a, (m.start() if m is not None else n) + self._off, eos)
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1)
-                    if eos
-                    else _RE_TOOL_CALLS_OPEN_0.search(buf, m.start() + 1, partial=True)
-                )
-                if m.start() < n
-                else None
+        if f is not None and f[0] <= a and (f[1] >= a or f[1] < 0):
+            i = (
+                f[1] - self._off
+                if f[1] >= 0
+                else buf.find(">>>", f[2] - self._off if f[2] - self._off > pos else pos)
             )
+        else:
+            i = buf.find(">", pos)
+            if i >= 0 and not buf.startswith(">>>", i):
+                i = buf.find(">>>", i + 1)
+        self._memo[0] = (a, i + self._off if i >= 0 else -1, n + self._off - 2)
+        while i >= 0:
+            c = (
+                _RE_TOOL_CALLS_OPEN_0.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find(">", i + 1)
+            if i >= 0 and not buf.startswith(">>>", i):
+                i = buf.find(">>>", i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 2 if n - 2 > pos else pos, ">", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_TOOL_CALLS_OPEN_0.match(buf, i)
+                    if eos
+                    else _RE_TOOL_CALLS_OPEN_0.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -217,14 +293,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|eot_id|>", i):
-            i = buf.find("<|eot_id|>", i + 1, top + 10)
-        j = buf.find(">", pos, top + 1)
-        if j >= 0 and not buf.startswith(">>>all\n", j):
-            j = buf.find(">>>all\n", j + 1, top + 7)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|eot_id|>", ">>>all\n"), pos, top)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -241,19 +310,11 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|eot_id|>", i):
-                i = buf.find("<|eot_id|>", i + 1, top + 10)
-            j = buf.find(">", k, top + 1)
-            if j >= 0 and not buf.startswith(">>>all\n", j):
-                j = buf.find(">>>all\n", j + 1, top + 7)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|eot_id|>", ">>>all\n"), i + 1, top)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<>", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<>", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -284,6 +345,22 @@ class Parser(_base.ParserBase):
             return best
         return hold
 
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, >
+        if "<" not in x and ">" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
+
     FIELDS = (
         _scan.Field(
             name="tool_calls",
@@ -308,11 +385,11 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_9, (_RE_TAIL_10,)),),
+            tails=((_RE_TAIL_7, (_RE_TAIL_8,)),),
             pump=0,
             any_pump=10,
         ),
@@ -321,7 +398,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -335,9 +412,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_7,
                     (
-                        _RE_TAIL_11,
+                        _RE_TAIL_9,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -350,7 +427,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -364,9 +441,9 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_7,
                     (
-                        _RE_TAIL_11,
+                        _RE_TAIL_9,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -50,14 +50,6 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_CONTENT_CLOSE_2_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_CONTENT_CLOSE_2_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*)|(?!)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|<\\|function_call\\|>))\\s*",
     _regex.DOTALL,
@@ -445,7 +437,7 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_121 = _regex.compile(
+_RE_TAIL_119 = _regex.compile(
     "\\}\\s*(?:<\\|message_sep\\|>|</s>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
 
@@ -483,6 +475,35 @@ _BEGINNINGS_0 = frozenset(
         "<|message_sep|",
     )
 )  # of ('<|function_call|>', '<|message_sep|>')
+_BEGINNINGS_1 = frozenset(
+    (
+        "<",
+        "</",
+        "</s",
+        "<|",
+        "<|m",
+        "<|me",
+        "<|mes",
+        "<|mess",
+        "<|messa",
+        "<|messag",
+        "<|message",
+        "<|message_",
+        "<|message_s",
+        "<|message_se",
+        "<|message_sep",
+        "<|message_sep|",
+    )
+)  # of ('</s>', '<|message_sep|>')
+
+# What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_FREE = _scan.quiet_table(
+    ((), ("<|function_call|>", "<|message_sep|>", "</s>"))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<|function_call|>", "<|message_sep|>"), True, _RE_TOOL_CALLS_OPEN_0),
+    (("</s>", "<|message_sep|>"), True, _RE_CONTENT_CLOSE_2),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 # fields.tool_calls.content: json, bound once to its content_args
@@ -517,7 +538,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -628,15 +649,7 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find("<", k)
-            if i >= 0 and not buf.startswith("<|function_call|>", i):
-                i = buf.find("<|function_call|>", i + 1)
-            j = buf.find("<", k)
-            if j >= 0 and not buf.startswith("<|message_sep|>", j):
-                j = buf.find("<|message_sep|>", j + 1)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|function_call|>", "<|message_sep|>"), i + 1, -1, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -664,16 +677,47 @@ class Parser(_base.ParserBase):
                 best = (s, e, 0, m)
                 lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)[\\s\\S]*
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[2]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_CONTENT_CLOSE_2_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(_RE_CONTENT_CLOSE_2_WS, _RE_CONTENT_CLOSE_2_WS_ANY, buf, k)
-        )
-        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # every match is whitespace, then one of: </s>, <|message_sep|>; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = _scan.first_of(buf, ("</s>", "<|message_sep|>"), pos, top, "<")
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_CONTENT_CLOSE_2.match(buf, j)
+                if eos
+                else _RE_CONTENT_CLOSE_2.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            i = _scan.first_of(buf, ("</s>", "<|message_sep|>"), i + 1, top, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 14 if n - 14 > pos else pos, "<", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_CONTENT_CLOSE_2.match(buf, j)
+                        if eos
+                        else _RE_CONTENT_CLOSE_2.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -688,6 +732,22 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -717,7 +777,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_121, ()),),
+            tails=((_RE_TAIL_119, ()),),
             pump=0,
             any_pump=16,
         ),
@@ -726,7 +786,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -942,7 +1002,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(

@@ -598,12 +598,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|channel|>", i):
-            i = buf.find("<|channel|>", i + 1, top + 11)
-        j = buf.find("to=functions.", pos, top + 13)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|channel|>", "to=functions."), pos, top)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -629,13 +624,7 @@ class Parser(_base.ParserBase):
                 )
             ):
                 # no match, whole or partial, can start here: it would begin with one of these
-                k = i + 1
-                i = buf.find("<", k, top + 1)
-                if i >= 0 and not buf.startswith("<|channel|>", i):
-                    i = buf.find("<|channel|>", i + 1, top + 11)
-                j = buf.find("to=functions.", k, top + 13)
-                if j >= 0 and (i < 0 or j < i):
-                    i = j
+                i = _scan.first_of(buf, ("<|channel|>", "to=functions."), i + 1, top)
                 continue
             c = (
                 _RE_TOOL_CALLS_OPEN_1.match(buf, j)
@@ -649,13 +638,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|channel|>", i):
-                i = buf.find("<|channel|>", i + 1, top + 11)
-            j = buf.find("to=functions.", k, top + 13)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|channel|>", "to=functions."), i + 1, top)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -67,14 +67,6 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
 _RE_ANCHOR_5 = _regex.compile(
     "<\\|start_of_role\\|>assistant(?: \\{[^\\n]*?\\})?<\\|end_of_role\\|>", _regex.DOTALL
 )  # start_anchor_pattern
-_RE_REASONING_CONTENT_CLOSE_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:(?:Here is|Here's) my response:|(?=<\\|tool_call\\|>)|(?=<\\|end_of_text\\|>)))",
-    _regex.DOTALL,
-)  # fields.reasoning_content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_REASONING_CONTENT_CLOSE_1_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:(?:Here is|Here's) my response:|(?=<\\|tool_call\\|>)|(?=<\\|end_of_text\\|>)))|(?!)",
-    _regex.DOTALL,
-)  # fields.reasoning_content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_2_WS = _regex.compile(
     '(?:\\G|(?<!\\s))(?:(?:\\s*<\\|tool_call\\|>\\s*\\[?|(?<=,))\\s*\\{\\s*"name"\\s*:\\s*"(?P<name>[^"]+)"\\s*,\\s*"arguments"\\s*:\\s*)',
     _regex.DOTALL,
@@ -110,16 +102,51 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_17 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|e",
+        "<|en",
+        "<|end",
+        "<|end_",
+        "<|end_o",
+        "<|end_of",
+        "<|end_of_",
+        "<|end_of_t",
+        "<|end_of_te",
+        "<|end_of_tex",
+        "<|end_of_text",
+        "<|end_of_text|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+        "<|tool_call",
+        "<|tool_call|",
+        "H",
+        "He",
+        "Her",
+        "Here",
+        "Here ",
+        "Here i",
+        "Here'",
+    )
+)  # of ('<|end_of_text|>', '<|tool_call|>', 'Here is', "Here's")
+_BEGINNINGS_1 = frozenset(
     ("H", "He", "Her", "Here", "Here ", "Here i", "Here'")
 )  # of ('Here is', "Here's")
-_BEGINNINGS_1 = frozenset(
+_BEGINNINGS_2 = frozenset(
     (
         "<",
         "<|",
@@ -196,13 +223,43 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex \\s*(?:(?:Here is|Here's) my response:|(?=<\\|tool_call\\|>)|(?=<\\|end_of_text\\|>))
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_1_WS.search(buf, pos)
-            if eos
-            else _scan.search_partial(
-                _RE_REASONING_CONTENT_CLOSE_1_WS, _RE_REASONING_CONTENT_CLOSE_1_WS_ANY, buf, pos
+        # every match is whitespace, then one of: <|end_of_text|>, <|tool_call|>, Here is, Here's; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|end_of_text|>", "<|tool_call|>", "Here is", "Here's"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_1.match(buf, j)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_1.match(buf, j, partial=True)
             )
-        )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(
+                buf, ("<|end_of_text|>", "<|tool_call|>", "Here is", "Here's"), i + 1
+            )
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 14 if n - 14 > pos else pos, "<H", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_1.match(buf, j)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_1.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -216,6 +273,18 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, H
+        if "<" not in x and "H" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -288,11 +357,7 @@ class Parser(_base.ParserBase):
                 )
             ):
                 # no match, whole or partial, can start here: it would begin with one of these
-                k = i + 1
-                i = buf.find("Here is", k)
-                j = buf.find("Here's", k)
-                if j >= 0 and (i < 0 or j < i):
-                    i = j
+                i = _scan.first_of(buf, ("Here is", "Here's"), i + 1)
                 continue
             c = (
                 _RE_REASONING_CONTENT_OPEN_0.match(buf, j)
@@ -305,15 +370,11 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find("Here is", k)
-            j = buf.find("Here's", k)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("Here is", "Here's"), i + 1)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "H", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "H", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 c = (
@@ -404,7 +465,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 14 if n - 14 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 14 if n - 14 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -462,7 +523,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -509,7 +570,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_17,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -546,7 +607,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_17,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,

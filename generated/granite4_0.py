@@ -287,11 +287,22 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex (?:\\}\\s*(?:</tool_call>|(?=<\\|end_of_text\\|>)|\\Z))\\s*
-        m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: }; try the regex only there
+        m = None
+        i = buf.find("}", pos)
+        while i >= 0:
+            c = (
+                _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("}", i + 1)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -305,6 +316,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: }
+        if "}" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open tool_calls, close content.
@@ -472,7 +490,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),

@@ -63,14 +63,6 @@ _RE_TOOL_CALLS_OPEN_1_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?=\\s*(?:,\\s*\\{\\s*"name"|\\]\\s*</tool_calls>))|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
-_RE_CONTENT_CLOSE_3_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*))",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_CONTENT_CLOSE_3_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*))|(?!)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -131,16 +123,16 @@ _RE_CONTENT_CLOSE_3_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|eos\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_29 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_30 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "\\s*\\]\\s*</tool_calls>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_31 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*</answer>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -183,7 +175,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -349,16 +341,39 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<answer>\\s*(?:\u52a9\u624b\uff1a|(?=[^\\s\u52a9])|(?=\u52a9[^\u624b])|(?=\u52a9\u624b[^\uff1a]))\\s*|\\]\\s*</tool_calls>\\s*|</answer>\\s*|<\\|eos\\|>[\\s\\S]*)
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[2]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_CONTENT_CLOSE_3_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(_RE_CONTENT_CLOSE_3_WS, _RE_CONTENT_CLOSE_3_WS_ANY, buf, k)
-        )
-        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # every match is whitespace, then one of: <, ]; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        i = _scan.first_of(buf, ("<", "]"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            if not buf.startswith(("</answer>", "<answer>", "<|eos|>", "]"), i) and (
+                eos
+                or n - i >= 9
+                or not _scan.prefix_partial(buf, i, ("</answer>", "<answer>", "<|eos|>", "]"))
+            ):
+                # no match, whole or partial, can start here: it would begin with one of these
+                i = _scan.first_of(buf, ("<", "]"), i + 1)
+                continue
+            c = (
+                _RE_CONTENT_CLOSE_3.match(buf, j)
+                if eos
+                else _RE_CONTENT_CLOSE_3.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<", "]"), i + 1)
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -474,11 +489,11 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_26,
                     (
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_TAIL_29,
-                        _RE_TAIL_30,
-                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -535,11 +550,11 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_26,
                     (
+                        _RE_TAIL_27,
+                        _RE_TAIL_28,
                         _RE_TAIL_29,
-                        _RE_TAIL_30,
-                        _RE_TAIL_31,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

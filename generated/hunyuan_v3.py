@@ -113,15 +113,47 @@ _RE_TAIL_18 = _regex.compile(
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
-_BEGINNINGS_0 = frozenset(("<", "<t", "<th", "<thi", "<thin"))  # of ('<think',)
+_BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "</",
+        "</t",
+        "</th",
+        "</thi",
+        "</thin",
+        "<t",
+        "<to",
+        "<too",
+        "<tool",
+        "<tool_",
+        "<tool_c",
+        "<tool_ca",
+        "<tool_cal",
+        "<tool_call",
+    )
+)  # of ('</think', '<tool_calls')
 _BEGINNINGS_1 = frozenset(
+    ("<", "</", "</t", "</to", "</too", "</tool", "</tool_", "</tool_c", "</tool_ca", "</tool_cal")
+)  # of ('</tool_call',)
+_BEGINNINGS_2 = frozenset(("<", "<t", "<th", "<thi", "<thin"))  # of ('<think',)
+_BEGINNINGS_3 = frozenset(
     ("<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal")
 )  # of ('<tool_call',)
-_BEGINNINGS_2 = frozenset(
+_BEGINNINGS_4 = frozenset(
     ("<", "<｜", "<｜h", "<｜hy", "<｜hy_", "<｜hy_e", "<｜hy_eo")
 )  # of ('<｜hy_eos',)
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_REASONING_CONTENT = _scan.quiet_table(
+    (("</think", "<tool_calls"), ())
+)  # marks of fields.reasoning_content
+_PENDING_REASONING_CONTENT = (
+    (("</think", "<tool_calls"), False, _RE_REASONING_CONTENT_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_TOOL_CALLS = _scan.quiet_table((("</tool_call",), ()))  # marks of fields.tool_calls
+_PENDING_TOOL_CALLS = (
+    (("</tool_call",), False, _RE_TOOL_CALLS_CLOSE_3),
+)  # regex delimiters a held partial match of which is re-checked alone
 _QUIET_FREE = _scan.quiet_table(
     (("<think",), ("<tool_call", "<｜hy_eos"))
 )  # marks of the free state
@@ -194,11 +226,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex </think(?::opensource)?>|(?=<tool_calls(?::opensource)?>)
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: </think, <tool_calls; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("</think", "<tool_calls"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("</think", "<tool_calls"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -213,16 +268,56 @@ class Parser(_base.ParserBase):
                     return (s, e, -1, None)
         return hold
 
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
+        if cut < 0 and _scan.still_pending(
+            x, _PENDING_REASONING_CONTENT, _QUIET_REASONING_CONTENT[0]
+        ):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
+
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex </tool_call(?::opensource)?>(?:\\s*</tool_calls(?::opensource)?>|\\s*(?=<tool_call(?::opensource)?>))
-        m = (
-            _RE_TOOL_CALLS_CLOSE_3.search(buf, pos)
-            if eos
-            else _RE_TOOL_CALLS_CLOSE_3.search(buf, pos, partial=True)
-        )
+        # every match is one of: </tool_call; try the regex only there
+        m = None
+        i = buf.find("<", pos)
+        if i >= 0 and not buf.startswith("</tool_call", i):
+            i = buf.find("</tool_call", i + 1)
+        while i >= 0:
+            c = (
+                _RE_TOOL_CALLS_CLOSE_3.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_3.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("<", i + 1)
+            if i >= 0 and not buf.startswith("</tool_call", i):
+                i = buf.find("</tool_call", i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_TOOL_CALLS_CLOSE_3.match(buf, i)
+                    if eos
+                    else _RE_TOOL_CALLS_CLOSE_3.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -236,6 +331,17 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        if cut < 0 and _scan.still_pending(x, _PENDING_TOOL_CALLS, _QUIET_TOOL_CALLS[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
@@ -278,7 +384,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 5 if n - 5 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 5 if n - 5 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 c = (
                     _RE_REASONING_CONTENT_OPEN_0.match(buf, i)
@@ -325,7 +431,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_3)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -380,7 +486,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 7 if n - 7 > pos else pos, "<", _BEGINNINGS_2)
+            i = _scan.tail_in(buf, n - 7 if n - 7 > pos else pos, "<", _BEGINNINGS_4)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -459,7 +565,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -471,7 +577,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),

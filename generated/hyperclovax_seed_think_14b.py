@@ -72,14 +72,6 @@ _RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\])|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
-_RE_CONTENT_CLOSE_4_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_CONTENT_CLOSE_4_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*)|(?!)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_REASONING_CONTENT_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:<\\|im_end\\|>)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: alive)
@@ -134,7 +126,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -299,16 +291,51 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, None)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[2]
-        k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_CONTENT_CLOSE_4_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(_RE_CONTENT_CLOSE_4_WS, _RE_CONTENT_CLOSE_4_WS_ANY, buf, k)
-        )
-        self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # every match is whitespace, then one of: <|im_end|>; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = buf.find("<", pos, top + 1)
+        if i >= 0 and not buf.startswith("<|im_end|>", i):
+            i = buf.find("<|im_end|>", i + 1, top + 10)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_CONTENT_CLOSE_4.match(buf, j)
+                if eos
+                else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            i = buf.find("<", i + 1, top + 1)
+            if i >= 0 and not buf.startswith("<|im_end|>", i):
+                i = buf.find("<|im_end|>", i + 1, top + 10)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_CONTENT_CLOSE_4.match(buf, j)
+                        if eos
+                        else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:

@@ -320,11 +320,22 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\}\\s*(?:<\\|action_end\\|>\\s*|(?=<\\|im_end\\|>|</s>)|\\Z)
-        m = (
-            _RE_TOOL_CALLS_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_TOOL_CALLS_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: }; try the regex only there
+        m = None
+        i = buf.find("}", pos)
+        while i >= 0:
+            c = (
+                _RE_TOOL_CALLS_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find("}", i + 1)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -338,6 +349,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: }
+        if "}" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open tool_calls, close content.
@@ -411,14 +429,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("</s>", i):
-            i = buf.find("</s>", i + 1, top + 4)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<|im_end|>", j):
-            j = buf.find("<|im_end|>", j + 1, top + 10)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("</s>", "<|im_end|>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -435,15 +446,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("</s>", i):
-                i = buf.find("</s>", i + 1, top + 4)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<|im_end|>", j):
-                j = buf.find("<|im_end|>", j + 1, top + 10)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("</s>", "<|im_end|>"), i + 1, top, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -513,7 +516,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),

@@ -65,14 +65,6 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*)",
     _regex.DOTALL,
 )  # fields.content.close_pattern
-_RE_CONTENT_CLOSE_4_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*))",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_CONTENT_CLOSE_4_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*))|(?!)",
-    _regex.DOTALL,
-)  # fields.content.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -135,13 +127,13 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_25 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_29 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "\\s*</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*",
     _regex.DOTALL,
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
@@ -149,6 +141,26 @@ _RE_TAIL_29 = _regex.compile(
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "</",
+        "</t",
+        "</th",
+        "</thi",
+        "</thin",
+        "</think",
+        "<|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+    )
+)  # of ('</think>', '<|tool_call')
+_BEGINNINGS_1 = frozenset(
     (
         "<",
         "<|",
@@ -168,10 +180,37 @@ _BEGINNINGS_0 = frozenset(
         "<|tool_call_end|",
     )
 )  # of ('<|tool_call_end|>',)
-_BEGINNINGS_1 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
-_BEGINNINGS_2 = frozenset(
+_BEGINNINGS_2 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
+_BEGINNINGS_3 = frozenset(
     ("<", "<|", "<|t", "<|to", "<|too", "<|tool", "<|tool_", "<|tool_c", "<|tool_ca", "<|tool_cal")
 )  # of ('<|tool_call',)
+_BEGINNINGS_4 = frozenset(
+    (
+        "<",
+        "</",
+        "</t",
+        "</th",
+        "</thi",
+        "</thin",
+        "</think",
+        "<|",
+        "<|i",
+        "<|im",
+        "<|im_",
+        "<|im_e",
+        "<|im_en",
+        "<|im_end",
+        "<|im_end|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+    )
+)  # of ('</think>', '<|im_end|>', '<|tool_call')
 
 
 def _finish_reasoning_content(body, caps):
@@ -212,7 +251,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 2
+    MEMOS = 1
 
     @staticmethod
     def new_defaults():
@@ -230,11 +269,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex </think>|(?=<\\|tool_calls?_section_begin\\|>|<\\|tool_call_begin\\|>)
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: </think>, <|tool_call; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("</think>", "<|tool_call"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("</think>", "<|tool_call"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -248,6 +310,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -277,7 +346,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 16 if n - 16 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 16 if n - 16 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 c = (
                     _RE_TOOL_CALLS_CLOSE_3.match(buf, i)
@@ -345,7 +414,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 c = (
@@ -398,7 +467,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_2)
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_3)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -424,16 +493,47 @@ class Parser(_base.ParserBase):
                     best = (s, e, 1, m)
                     lim = s
         # close content -- fields.content.close_pattern: regex \\s*(?:<\\|tool_calls?_section_end\\|>\\s*|</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*|<\\|im_end\\|>[\\s\\S]*)
-        # (the last search's outcome is remembered: it is not run through the same text again)
-        a = pos + self._off
-        f = self._memo[1]
-        k = f[1] - self._off if f is not None and f[0] <= a <= f[1] else pos
-        m = (
-            _RE_CONTENT_CLOSE_4_WS.search(buf, k)
-            if eos
-            else _scan.search_partial(_RE_CONTENT_CLOSE_4_WS, _RE_CONTENT_CLOSE_4_WS_ANY, buf, k)
-        )
-        self._memo[1] = (a, (m.start() if m is not None else n) + self._off, eos)
+        # every match is whitespace, then one of: </think>, <|im_end|>, <|tool_call; try the regex only there
+        m = None
+        bound = hold if best is None or best[0] > hold else best[0]
+        top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+        i = _scan.first_of(buf, ("</think>", "<|im_end|>", "<|tool_call"), pos, top, "<")
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            if j > bound and m is None:
+                break
+            c = (
+                _RE_CONTENT_CLOSE_4.match(buf, j)
+                if eos
+                else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+                    top = n
+            i = _scan.first_of(buf, ("</think>", "<|im_end|>", "<|tool_call"), i + 1, top, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 10 if n - 10 > pos else pos, "<", _BEGINNINGS_4)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                if j <= bound and j < hold:
+                    c = (
+                        _RE_CONTENT_CLOSE_4.match(buf, j)
+                        if eos
+                        else _RE_CONTENT_CLOSE_4.match(buf, j, partial=True)
+                    )
+                    if c is not None:
+                        m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -448,6 +548,18 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        return -1
 
     FIELDS = (
         _scan.Field(
@@ -481,7 +593,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -515,7 +627,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -550,10 +662,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_28,
-                        _RE_TAIL_29,
+                        _RE_TAIL_26,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -568,7 +680,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
             ws_hold=True,
             runs=(
@@ -603,10 +715,10 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_28,
-                        _RE_TAIL_29,
+                        _RE_TAIL_26,
+                        _RE_TAIL_27,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -89,6 +89,92 @@ _BEGINNINGS_0 = frozenset(
     (
         "<",
         "<|",
+        "<|c",
+        "<|cl",
+        "<|clo",
+        "<|clos",
+        "<|close",
+        "<|close|",
+        "<|close|>",
+        "<|close|>t",
+        "<|close|>th",
+        "<|close|>thi",
+        "<|close|>thin",
+        "<|close|>think",
+        "<|close|>think<",
+        "<|close|>think<|",
+        "<|close|>think<|s",
+        "<|close|>think<|se",
+        "<|close|>think<|sep",
+        "<|close|>think<|sep|",
+        "<|o",
+        "<|op",
+        "<|ope",
+        "<|open",
+        "<|open|",
+    )
+)  # of ('<|close|>think<|sep|>', '<|open|>')
+_BEGINNINGS_1 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|c",
+        "<|cl",
+        "<|clo",
+        "<|clos",
+        "<|close",
+        "<|close|",
+        "<|close|>",
+        "<|close|>m",
+        "<|close|>me",
+        "<|close|>mes",
+        "<|close|>mess",
+        "<|close|>messa",
+        "<|close|>messag",
+        "<|close|>message",
+        "<|close|>message<",
+        "<|close|>message<|",
+        "<|close|>message<|s",
+        "<|close|>message<|se",
+        "<|close|>message<|sep",
+        "<|close|>message<|sep|",
+        "<|close|>r",
+        "<|close|>re",
+        "<|close|>res",
+        "<|close|>resp",
+        "<|close|>respo",
+        "<|close|>respon",
+        "<|close|>respons",
+        "<|close|>response",
+        "<|close|>response<",
+        "<|close|>response<|",
+        "<|close|>response<|s",
+        "<|close|>response<|se",
+        "<|close|>response<|sep",
+        "<|close|>response<|sep|",
+        "<|o",
+        "<|op",
+        "<|ope",
+        "<|open",
+        "<|open|",
+        "<|open|>",
+        "<|open|>t",
+        "<|open|>to",
+        "<|open|>too",
+        "<|open|>tool",
+        "<|open|>tools",
+        "<|open|>tools<",
+        "<|open|>tools<|",
+        "<|open|>tools<|s",
+        "<|open|>tools<|se",
+        "<|open|>tools<|sep",
+        "<|open|>tools<|sep|",
+    )
+)  # of ('<|close|>message<|sep|>', '<|close|>response<|sep|>', '<|open|>tools<|sep|>')
+_BEGINNINGS_2 = frozenset(
+    (
+        "<",
+        "<|",
         "<|o",
         "<|op",
         "<|ope",
@@ -120,6 +206,22 @@ _BEGINNINGS_0 = frozenset(
 )  # of ('<|open|>call tool="', '<|open|>tools<|sep|>')
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_REASONING_CONTENT = _scan.quiet_table(
+    (("<|close|>think<|sep|>", "<|open|>"), ())
+)  # marks of fields.reasoning_content
+_PENDING_REASONING_CONTENT = (
+    (("<|close|>think<|sep|>", "<|open|>"), False, _RE_REASONING_CONTENT_CLOSE_0),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_CONTENT = _scan.quiet_table(
+    (("<|close|>message<|sep|>", "<|close|>response<|sep|>", "<|open|>tools<|sep|>"), ())
+)  # marks of fields.content
+_PENDING_CONTENT = (
+    (
+        ("<|close|>message<|sep|>", "<|close|>response<|sep|>", "<|open|>tools<|sep|>"),
+        False,
+        _RE_CONTENT_CLOSE_1,
+    ),
+)  # regex delimiters a held partial match of which is re-checked alone
 _QUIET_TOOL_CALLS = _scan.quiet_table((("<|close|>call<|sep|>",), ()))  # marks of fields.tool_calls
 _HELD_TOOL_CALLS = frozenset(
     (
@@ -264,11 +366,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex <\\|close\\|>think<\\|sep\\|>|(?=<\\|open\\|>(?:response|tools)<\\|sep\\|>)
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_0.search(buf, pos)
-            if eos
-            else _RE_REASONING_CONTENT_CLOSE_0.search(buf, pos, partial=True)
-        )
+        # every match is one of: <|close|>think<|sep|>, <|open|>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|close|>think<|sep|>", "<|open|>"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_0.match(buf, i)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_0.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|close|>think<|sep|>", "<|open|>"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 20 if n - 20 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_0.match(buf, i)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_0.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -283,16 +408,64 @@ class Parser(_base.ParserBase):
                     return (s, e, -1, None)
         return hold
 
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_REASONING_CONTENT)
+        if cut < 0 and _scan.still_pending(
+            x, _PENDING_REASONING_CONTENT, _QUIET_REASONING_CONTENT[0]
+        ):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
+
     def _state_content(self, buf: str, pos, eos):
         # State: inside fields.content; watches close content.
         n = len(buf)
         hold = n
         # close content -- fields.content.close_pattern: regex <\\|close\\|>response<\\|sep\\|>|(?=<\\|open\\|>tools<\\|sep\\|>)|<\\|close\\|>message<\\|sep\\|>[\\s\\S]*
-        m = (
-            _RE_CONTENT_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_CONTENT_CLOSE_1.search(buf, pos, partial=True)
+        # every match is one of: <|close|>message<|sep|>, <|close|>response<|sep|>, <|open|>tools<|sep|>; try the regex only there
+        m = None
+        i = _scan.first_of(
+            buf,
+            ("<|close|>message<|sep|>", "<|close|>response<|sep|>", "<|open|>tools<|sep|>"),
+            pos,
+            -1,
+            "<",
         )
+        while i >= 0:
+            c = (
+                _RE_CONTENT_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_CONTENT_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(
+                buf,
+                ("<|close|>message<|sep|>", "<|close|>response<|sep|>", "<|open|>tools<|sep|>"),
+                i + 1,
+                -1,
+                "<",
+            )
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 23 if n - 23 > pos else pos, "<", _BEGINNINGS_1)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_CONTENT_CLOSE_1.match(buf, i)
+                    if eos
+                    else _RE_CONTENT_CLOSE_1.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -304,6 +477,17 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_CONTENT)
+        if cut < 0 and _scan.still_pending(x, _PENDING_CONTENT, _QUIET_CONTENT[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -410,14 +594,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = bound
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith('<|open|>call tool="', i):
-            i = buf.find('<|open|>call tool="', i + 1, top + 19)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<|open|>tools<|sep|>", j):
-            j = buf.find("<|open|>tools<|sep|>", j + 1, top + 20)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ('<|open|>call tool="', "<|open|>tools<|sep|>"), pos, top, "<")
         while i >= 0:
             if i > bound and m is None:
                 break
@@ -433,19 +610,13 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith('<|open|>call tool="', i):
-                i = buf.find('<|open|>call tool="', i + 1, top + 19)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<|open|>tools<|sep|>", j):
-                j = buf.find("<|open|>tools<|sep|>", j + 1, top + 20)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(
+                buf, ('<|open|>call tool="', "<|open|>tools<|sep|>"), i + 1, top, "<"
+            )
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 19 if n - 19 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 if i <= bound and i < hold:
                     c = (
@@ -539,7 +710,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -551,7 +722,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_content,
             end_scan=_state_content,
-            quiet=None,
+            quiet=_quiet_content,
             memos=(),
             ws_hold=True,
             runs=(),

@@ -62,20 +62,6 @@ _RE_TOOL_CALLS_CLOSE_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
-_RE_TOOL_CALLS_OPEN_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)))|(?!)",
-    _regex.DOTALL,
-)  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
-_RE_TOOL_CALLS_CLOSE_3_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_CLOSE_3_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>)))|(?!)", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|tool_call_end\\|>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -124,14 +110,63 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_25 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
-_BEGINNINGS_0 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
-_BEGINNINGS_1 = frozenset(
+_BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|i",
+        "<|im",
+        "<|im_",
+        "<|im_e",
+        "<|im_en",
+        "<|im_end",
+        "<|im_end|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+        "<|tool_call",
+        "<|tool_call_",
+        "<|tool_call_e",
+        "<|tool_call_en",
+        "<|tool_call_end",
+        "<|tool_call_end|",
+    )
+)  # of ('<|im_end|>', '<|tool_call_end|>')
+_BEGINNINGS_1 = frozenset(("<", "<t", "<th", "<thi", "<thin", "<think"))  # of ('<think>',)
+_BEGINNINGS_2 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|t",
+        "<|to",
+        "<|too",
+        "<|tool",
+        "<|tool_",
+        "<|tool_c",
+        "<|tool_ca",
+        "<|tool_cal",
+        "<|tool_call",
+        "<|tool_call_",
+        "<|tool_call_s",
+        "<|tool_call_st",
+        "<|tool_call_sta",
+        "<|tool_call_star",
+        "<|tool_call_start",
+        "<|tool_call_start|",
+    )
+)  # of ('<|tool_call_start|>',)
+_BEGINNINGS_3 = frozenset(
     ("<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|")
 )  # of ('<|im_end|>',)
 
@@ -142,6 +177,19 @@ _QUIET_REASONING_CONTENT = _scan.quiet_table(
 _HELD_REASONING_CONTENT = frozenset(
     ("<", "</", "</t", "</th", "</thi", "</thin", "</think")
 )  # the proper beginnings of the literals watched
+_QUIET_TOOL_CALLS = _scan.quiet_table(
+    ((), ("<|im_end|>", "<|tool_call_end|>"))
+)  # marks of fields.tool_calls
+_PENDING_TOOL_CALLS = (
+    (("<|im_end|>", "<|tool_call_end|>"), True, _RE_TOOL_CALLS_CLOSE_3),
+)  # regex delimiters a held partial match of which is re-checked alone
+_QUIET_FREE = _scan.quiet_table(
+    ((), ("<think>", "<|tool_call_start|>", "<|im_end|>"))
+)  # marks of the free state
+_PENDING_FREE = (
+    (("<think>",), True, _RE_REASONING_CONTENT_OPEN_0),
+    (("<|im_end|>",), True, _RE_CONTENT_CLOSE_4),
+)  # regex delimiters a held partial match of which is re-checked alone
 
 
 def _finish_reasoning_content(body, caps):
@@ -190,7 +238,7 @@ class Parser(_base.ParserBase):
     # a whole output may be scanned in one end-of-stream pass (not with \G, which
     # matches where each scan starts)
     ONE_PASS = True
-    MEMOS = 3
+    MEMOS = 2
 
     @staticmethod
     def new_defaults():
@@ -239,13 +287,41 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?:<\\|tool_call_end\\|>\\s*|(?=<\\|im_end\\|>))
-        m = (
-            _RE_TOOL_CALLS_CLOSE_3_WS.search(buf, pos)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_CLOSE_3_WS, _RE_TOOL_CALLS_CLOSE_3_WS_ANY, buf, pos
+        # every match is whitespace, then one of: <|im_end|>, <|tool_call_end|>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|im_end|>", "<|tool_call_end|>"), pos, -1, "<")
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_TOOL_CALLS_CLOSE_3.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_3.match(buf, j, partial=True)
             )
-        )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|im_end|>", "<|tool_call_end|>"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 16 if n - 16 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_TOOL_CALLS_CLOSE_3.match(buf, j)
+                    if eos
+                    else _RE_TOOL_CALLS_CLOSE_3.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -259,6 +335,22 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        if cut < 0 and _scan.still_pending(x, _PENDING_TOOL_CALLS, _QUIET_TOOL_CALLS[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
@@ -302,7 +394,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "<", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 6 if n - 6 > pos else pos, "<", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 c = (
@@ -340,18 +432,51 @@ class Parser(_base.ParserBase):
             if memo[0] - self._off < hold:
                 hold = memo[0] - self._off
         else:
-            # (the last search's outcome is remembered: it is not run through the same text again)
-            a = pos + self._off
-            f = self._memo[2]
-            k = f[1] - self._off if eos and f is not None and f[2] and f[0] <= a <= f[1] else pos
-            m = (
-                _RE_TOOL_CALLS_OPEN_1_WS.search(buf, k)
-                if eos
-                else _scan.search_partial(
-                    _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, k
+            # every match is whitespace, then one of: <|tool_call_start|>; try the regex only there
+            m = None
+            bound = hold if best is None or best[0] > hold else best[0]
+            top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
+            i = buf.find("<", pos, top + 1)
+            if i >= 0 and not buf.startswith("<|tool_call_start|>", i):
+                i = buf.find("<|tool_call_start|>", i + 1, top + 19)
+            while i >= 0:
+                j = _scan.ws_run_start(buf, pos, i)
+                if j > bound and m is None:
+                    break
+                c = (
+                    _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                    if eos
+                    else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
                 )
-            )
-            self._memo[2] = (a, (m.start() if m is not None else n) + self._off, eos)
+                if c is not None:
+                    if not c.partial:
+                        m = c  # the leftmost complete match
+                        break
+                    if m is None:
+                        m = c  # the leftmost partial one, unless a complete one follows
+                        top = n
+                i = buf.find("<", i + 1, top + 1)
+                if i >= 0 and not buf.startswith("<|tool_call_start|>", i):
+                    i = buf.find("<|tool_call_start|>", i + 1, top + 19)
+            if not eos and (m is None or m.partial):
+                # the buffer may end in a prefix being written: a candidate after those above,
+                # which counts if it comes before a partial match found there
+                i = _scan.tail_in(buf, n - 18 if n - 18 > pos else pos, "<", _BEGINNINGS_2)
+                if i < n and (m is None or i < m.start()):
+                    j = _scan.ws_run_start(buf, pos, i)
+                    if j <= bound and j < hold:
+                        c = (
+                            _RE_TOOL_CALLS_OPEN_1.match(buf, j)
+                            if eos
+                            else _RE_TOOL_CALLS_OPEN_1.match(buf, j, partial=True)
+                        )
+                        if c is not None:
+                            m = c
+            if m is None and not eos:
+                # a trailing whitespace run may still become a match
+                i = _scan.ws_run_start(buf, pos, n)
+                if i < hold:
+                    hold = i
             if m is not None and m.partial:
                 # remember the held match once its head \\s*<\\|tool_call_start\\|>\\s*(?=\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\() has matched
                 self._memo[0] = (
@@ -361,18 +486,6 @@ class Parser(_base.ParserBase):
                 )
             else:
                 self._memo[0] = None
-        if m is not None and m.end() == m.start() == self._ban - self._off:
-            m = (
-                (
-                    _RE_TOOL_CALLS_OPEN_1_WS.search(buf, m.start() + 1)
-                    if eos
-                    else _scan.search_partial(
-                        _RE_TOOL_CALLS_OPEN_1_WS, _RE_TOOL_CALLS_OPEN_1_WS_ANY, buf, m.start() + 1
-                    )
-                )
-                if m.start() < n
-                else None
-            )
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -416,7 +529,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 9 if n - 9 > pos else pos, "<", _BEGINNINGS_3)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -446,6 +559,24 @@ class Parser(_base.ParserBase):
         if best is not None and best[0] < hold:
             return best
         return hold
+
+    def _quiet_free(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        if self._memo[0] is not None:
+            return -1  # a held match of fields.tool_calls.open_pattern in its gap: the scan decides
+        # every watched delimiter starts with whitespace or one of: <
+        if "<" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_FREE)
+        if cut < 0 and _scan.still_pending(x, _PENDING_FREE, _QUIET_FREE[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     FIELDS = (
         _scan.Field(
@@ -491,7 +622,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(
@@ -511,9 +642,9 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=(),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
@@ -539,7 +670,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_21,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -554,9 +685,9 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_free,
             end_scan=_state_free,
-            quiet=None,
+            quiet=_quiet_free,
             memos=((0, "_end|>"),),
-            ws_hold=False,
+            ws_hold=True,
             runs=(
                 (
                     _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
@@ -582,7 +713,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_21,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -236,14 +236,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|eom_id|>", i):
-            i = buf.find("<|eom_id|>", i + 1, top + 10)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<|eot_id|>", j):
-            j = buf.find("<|eot_id|>", j + 1, top + 10)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|eom_id|>", "<|eot_id|>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -260,15 +253,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|eom_id|>", i):
-                i = buf.find("<|eom_id|>", i + 1, top + 10)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<|eot_id|>", j):
-                j = buf.find("<|eot_id|>", j + 1, top + 10)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|eom_id|>", "<|eot_id|>"), i + 1, top, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

@@ -200,19 +200,7 @@ class Parser(_base.ParserBase):
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?:<\\|python_end\\|>|(?:<\\|eot\\|>|<\\|eom\\|>)[\\s\\S]*)
         # every match is whitespace, then one of: <|eom|>, <|eot|>, <|python_end|>; try the regex only there
         m = None
-        i = buf.find("<", pos)
-        if i >= 0 and not buf.startswith("<|eom|>", i):
-            i = buf.find("<|eom|>", i + 1)
-        j = buf.find("<", pos)
-        if j >= 0 and not buf.startswith("<|eot|>", j):
-            j = buf.find("<|eot|>", j + 1)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
-        j = buf.find("<", pos)
-        if j >= 0 and not buf.startswith("<|python_end|>", j):
-            j = buf.find("<|python_end|>", j + 1)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|python_end|>"), pos, -1, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             c = (
@@ -226,20 +214,7 @@ class Parser(_base.ParserBase):
                     break
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
-            k = i + 1
-            i = buf.find("<", k)
-            if i >= 0 and not buf.startswith("<|eom|>", i):
-                i = buf.find("<|eom|>", i + 1)
-            j = buf.find("<", k)
-            if j >= 0 and not buf.startswith("<|eot|>", j):
-                j = buf.find("<|eot|>", j + 1)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
-            j = buf.find("<", k)
-            if j >= 0 and not buf.startswith("<|python_end|>", j):
-                j = buf.find("<|python_end|>", j + 1)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|python_end|>"), i + 1, -1, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -351,14 +326,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|eom|>", i):
-            i = buf.find("<|eom|>", i + 1, top + 7)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<|eot|>", j):
-            j = buf.find("<|eot|>", j + 1, top + 7)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|eom|>", "<|eot|>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -375,15 +343,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|eom|>", i):
-                i = buf.find("<|eom|>", i + 1, top + 7)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<|eot|>", j):
-                j = buf.find("<|eot|>", j + 1, top + 7)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|eom|>", "<|eot|>"), i + 1, top, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

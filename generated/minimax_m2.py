@@ -432,14 +432,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith('<invoke name="', i):
-            i = buf.find('<invoke name="', i + 1, top + 14)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<minimax:tool_call>", j):
-            j = buf.find("<minimax:tool_call>", j + 1, top + 19)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ('<invoke name="', "<minimax:tool_call>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -456,15 +449,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith('<invoke name="', i):
-                i = buf.find('<invoke name="', i + 1, top + 14)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<minimax:tool_call>", j):
-                j = buf.find("<minimax:tool_call>", j + 1, top + 19)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ('<invoke name="', "<minimax:tool_call>"), i + 1, top, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -498,14 +483,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("</minimax:tool_call>", i):
-            i = buf.find("</minimax:tool_call>", i + 1, top + 20)
-        j = buf.find("[", pos, top + 1)
-        if j >= 0 and not buf.startswith("[e~[", j):
-            j = buf.find("[e~[", j + 1, top + 4)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("</minimax:tool_call>", "[e~["), pos, top)
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -522,15 +500,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("</minimax:tool_call>", i):
-                i = buf.find("</minimax:tool_call>", i + 1, top + 20)
-            j = buf.find("[", k, top + 1)
-            if j >= 0 and not buf.startswith("[e~[", j):
-                j = buf.find("[e~[", j + 1, top + 4)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("</minimax:tool_call>", "[e~["), i + 1, top)
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there

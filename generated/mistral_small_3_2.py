@@ -53,12 +53,6 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*</s>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
-_RE_TOOL_CALLS_CLOSE_1_WS = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (searched: not tried inside a whitespace run, see regexinfo.ws_guard)
-_RE_TOOL_CALLS_CLOSE_1_WS_ANY = _regex.compile(
-    "(?:\\G|(?<!\\s))(?:\\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*)|(?!)", _regex.DOTALL
-)  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -107,16 +101,34 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_23 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
 _BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "</",
+        "</s",
+        "[",
+        "[T",
+        "[TO",
+        "[TOO",
+        "[TOOL",
+        "[TOOL_",
+        "[TOOL_C",
+        "[TOOL_CA",
+        "[TOOL_CAL",
+        "[TOOL_CALL",
+        "[TOOL_CALLS",
+    )
+)  # of ('</s>', '[TOOL_CALLS]')
+_BEGINNINGS_1 = frozenset(
     (
         "[",
         "[T",
@@ -131,9 +143,13 @@ _BEGINNINGS_0 = frozenset(
         "[TOOL_CALLS",
     )
 )  # of ('[TOOL_CALLS]',)
-_BEGINNINGS_1 = frozenset(("<", "</", "</s"))  # of ('</s>',)
+_BEGINNINGS_2 = frozenset(("<", "</", "</s"))  # of ('</s>',)
 
 # What the quiet tests read (see _scan.quiet_cut and _scan.still_pending).
+_QUIET_TOOL_CALLS = _scan.quiet_table(((), ("</s>", "[TOOL_CALLS]")))  # marks of fields.tool_calls
+_PENDING_TOOL_CALLS = (
+    (("</s>", "[TOOL_CALLS]"), True, _RE_TOOL_CALLS_CLOSE_1),
+)  # regex delimiters a held partial match of which is re-checked alone
 _QUIET_FREE = _scan.quiet_table((("[TOOL_CALLS]",), ("</s>",)))  # marks of the free state
 _PENDING_FREE = (
     (("[TOOL_CALLS]",), False, _RE_TOOL_CALLS_OPEN_0),
@@ -194,13 +210,41 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\s*(?=\\[TOOL_CALLS\\])|\\s*</s>[\\s\\S]*
-        m = (
-            _RE_TOOL_CALLS_CLOSE_1_WS.search(buf, pos)
-            if eos
-            else _scan.search_partial(
-                _RE_TOOL_CALLS_CLOSE_1_WS, _RE_TOOL_CALLS_CLOSE_1_WS_ANY, buf, pos
+        # every match is whitespace, then one of: </s>, [TOOL_CALLS]; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("</s>", "[TOOL_CALLS]"), pos)
+        while i >= 0:
+            j = _scan.ws_run_start(buf, pos, i)
+            c = (
+                _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
             )
-        )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("</s>", "[TOOL_CALLS]"), i + 1)
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "<[", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                j = _scan.ws_run_start(buf, pos, i)
+                c = (
+                    _RE_TOOL_CALLS_CLOSE_1.match(buf, j)
+                    if eos
+                    else _RE_TOOL_CALLS_CLOSE_1.match(buf, j, partial=True)
+                )
+                if c is not None:
+                    m = c
+        if m is None and not eos:
+            # a trailing whitespace run may still become a match
+            i = _scan.ws_run_start(buf, pos, n)
+            if i < hold:
+                hold = i
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -214,6 +258,22 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with whitespace or one of: <, [
+        if "<" not in x and "[" not in x:
+            return (
+                len(x)
+                if x[-1]
+                not in "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+                else _scan.ws_tail(x)
+            )
+        # nothing can commit unless one of its marks occurs in x
+        cut = _scan.quiet_cut(x, _QUIET_TOOL_CALLS)
+        if cut < 0 and _scan.still_pending(x, _PENDING_TOOL_CALLS, _QUIET_TOOL_CALLS[0]):
+            return 0  # a regex delimiter is still being written from the start of x
+        return cut
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open tool_calls, close content.
@@ -256,7 +316,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_0)
+            i = _scan.tail_in(buf, n - 11 if n - 11 > pos else pos, "[", _BEGINNINGS_1)
             if i < n and (m is None or i < m.start()):
                 c = (
                     _RE_TOOL_CALLS_OPEN_0.match(buf, i)
@@ -303,7 +363,7 @@ class Parser(_base.ParserBase):
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
-            i = _scan.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_1)
+            i = _scan.tail_in(buf, n - 3 if n - 3 > pos else pos, "<", _BEGINNINGS_2)
             if i < n and (m is None or i < m.start()):
                 j = _scan.ws_run_start(buf, pos, i)
                 if j <= bound and j < hold:
@@ -374,11 +434,11 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_22, (_RE_TAIL_23,)),),
+            tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
             pump=0,
             any_pump=12,
         ),
@@ -420,7 +480,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_22, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=28,
         ),
@@ -462,7 +522,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_22, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=28,
         ),

@@ -110,6 +110,27 @@ _RE_TAIL_15 = _regex.compile(
     "<\\|eot\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
+# The proper beginnings of delimiter literals: a buffer that ends in one may still grow
+# into that delimiter, so it is held from there (see _scan.tail_in).
+_BEGINNINGS_0 = frozenset(
+    (
+        "<",
+        "<|",
+        "<|e",
+        "<|eo",
+        "<|eom",
+        "<|eom|",
+        "<|eot",
+        "<|eot|",
+        "<|s",
+        "<|st",
+        "<|sta",
+        "<|star",
+        "<|start",
+        "<|start|",
+    )
+)  # of ('<|eom|>', '<|eot|>', '<|start|>')
+
 
 def _finish_reasoning_content(body, caps):
     # fields.reasoning_content: content text
@@ -176,11 +197,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close reasoning_content -- fields.reasoning_content.close_pattern: regex <\\|eom\\|>|<\\|eot\\|>|(?=<\\|start\\|>)
-        m = (
-            _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos)
-            if eos
-            else _RE_REASONING_CONTENT_CLOSE_1.search(buf, pos, partial=True)
-        )
+        # every match is one of: <|eom|>, <|eot|>, <|start|>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|start|>"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                if eos
+                else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|start|>"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 8 if n - 8 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_REASONING_CONTENT_CLOSE_1.match(buf, i)
+                    if eos
+                    else _RE_REASONING_CONTENT_CLOSE_1.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -194,6 +238,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_reasoning_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_tool_calls(self, buf: str, pos, eos):
         # State: inside fields.tool_calls; watches close tool_calls.
@@ -227,11 +278,34 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close content -- fields.content.close_pattern: regex <\\|eot\\|>[\\s\\S]*|<\\|eom\\|>|(?=<\\|start\\|>)
-        m = (
-            _RE_CONTENT_CLOSE_4.search(buf, pos)
-            if eos
-            else _RE_CONTENT_CLOSE_4.search(buf, pos, partial=True)
-        )
+        # every match is one of: <|eom|>, <|eot|>, <|start|>; try the regex only there
+        m = None
+        i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|start|>"), pos, -1, "<")
+        while i >= 0:
+            c = (
+                _RE_CONTENT_CLOSE_4.match(buf, i)
+                if eos
+                else _RE_CONTENT_CLOSE_4.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = _scan.first_of(buf, ("<|eom|>", "<|eot|>", "<|start|>"), i + 1, -1, "<")
+        if not eos and (m is None or m.partial):
+            # the buffer may end in a prefix being written: a candidate after those above,
+            # which counts if it comes before a partial match found there
+            i = _scan.tail_in(buf, n - 8 if n - 8 > pos else pos, "<", _BEGINNINGS_0)
+            if i < n and (m is None or i < m.start()):
+                c = (
+                    _RE_CONTENT_CLOSE_4.match(buf, i)
+                    if eos
+                    else _RE_CONTENT_CLOSE_4.match(buf, i, partial=True)
+                )
+                if c is not None:
+                    m = c
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -243,6 +317,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_content(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: <
+        if "<" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in the null region (text outside every field is dropped); watches open content, open reasoning_content, open tool_calls.
@@ -408,7 +489,7 @@ class Parser(_base.ParserBase):
             field=0,
             scan=_state_reasoning_content,
             end_scan=_state_reasoning_content,
-            quiet=None,
+            quiet=_quiet_reasoning_content,
             memos=(),
             ws_hold=True,
             runs=(),
@@ -434,7 +515,7 @@ class Parser(_base.ParserBase):
             field=2,
             scan=_state_content,
             end_scan=_state_content,
-            quiet=None,
+            quiet=_quiet_content,
             memos=(),
             ws_hold=True,
             runs=(),

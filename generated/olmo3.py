@@ -240,11 +240,22 @@ class Parser(_base.ParserBase):
         n = len(buf)
         hold = n
         # close tool_calls -- fields.tool_calls.close_pattern: regex \\)\\s*</function_calls>\\s*|\\)(?=\\s*\\n\\s*[A-Za-z_][A-Za-z0-9_.\\-]*\\()
-        m = (
-            _RE_TOOL_CALLS_CLOSE_2.search(buf, pos)
-            if eos
-            else _RE_TOOL_CALLS_CLOSE_2.search(buf, pos, partial=True)
-        )
+        # every match is one of: ); try the regex only there
+        m = None
+        i = buf.find(")", pos)
+        while i >= 0:
+            c = (
+                _RE_TOOL_CALLS_CLOSE_2.match(buf, i)
+                if eos
+                else _RE_TOOL_CALLS_CLOSE_2.match(buf, i, partial=True)
+            )
+            if c is not None:
+                if not c.partial:
+                    m = c  # the leftmost complete match
+                    break
+                if m is None:
+                    m = c  # the leftmost partial one, unless a complete one follows
+            i = buf.find(")", i + 1)
         if m is not None:
             s, e = m.span()
             # a complete match before the end of the buffer may still lean on that end:
@@ -258,6 +269,13 @@ class Parser(_base.ParserBase):
                 if s < hold:
                     return (s, e, -1, None)
         return hold
+
+    def _quiet_tool_calls(self, x: str):
+        # Where the scan of x (input not consumed yet) holds when nothing can commit; -1: scan.
+        # every watched delimiter starts with one of: )
+        if ")" not in x:
+            return len(x)  # none can start in x
+        return -1
 
     def _state_free(self, buf: str, pos, eos):
         # State: free, in implicit field content (opened lazily); watches open reasoning_content, open tool_calls, close content.
@@ -367,14 +385,7 @@ class Parser(_base.ParserBase):
         m = None
         bound = hold if best is None or best[0] > hold else best[0]
         top = _scan.ws_run_end(buf, bound) if eos and bound < n else n
-        i = buf.find("<", pos, top + 1)
-        if i >= 0 and not buf.startswith("<|endoftext|>", i):
-            i = buf.find("<|endoftext|>", i + 1, top + 13)
-        j = buf.find("<", pos, top + 1)
-        if j >= 0 and not buf.startswith("<|im_end|>", j):
-            j = buf.find("<|im_end|>", j + 1, top + 10)
-        if j >= 0 and (i < 0 or j < i):
-            i = j
+        i = _scan.first_of(buf, ("<|endoftext|>", "<|im_end|>"), pos, top, "<")
         while i >= 0:
             j = _scan.ws_run_start(buf, pos, i)
             if j > bound and m is None:
@@ -391,15 +402,7 @@ class Parser(_base.ParserBase):
                 if m is None:
                     m = c  # the leftmost partial one, unless a complete one follows
                     top = n
-            k = i + 1
-            i = buf.find("<", k, top + 1)
-            if i >= 0 and not buf.startswith("<|endoftext|>", i):
-                i = buf.find("<|endoftext|>", i + 1, top + 13)
-            j = buf.find("<", k, top + 1)
-            if j >= 0 and not buf.startswith("<|im_end|>", j):
-                j = buf.find("<|im_end|>", j + 1, top + 10)
-            if j >= 0 and (i < 0 or j < i):
-                i = j
+            i = _scan.first_of(buf, ("<|endoftext|>", "<|im_end|>"), i + 1, top, "<")
         if not eos and (m is None or m.partial):
             # the buffer may end in a prefix being written: a candidate after those above,
             # which counts if it comes before a partial match found there
@@ -479,7 +482,7 @@ class Parser(_base.ParserBase):
             field=1,
             scan=_state_tool_calls,
             end_scan=_state_tool_calls,
-            quiet=None,
+            quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
             runs=(),

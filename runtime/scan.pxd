@@ -53,3 +53,6 @@ cpdef bint still_pending(str x, tuple pending, tuple marks)
 
 @cython.locals(at=Py_ssize_t)
 cdef bint _marked_elsewhere(str x, tuple marks, str prefix, Py_ssize_t k)
+
+@cython.locals(n=Py_ssize_t, last=Py_ssize_t, i=Py_ssize_t, lo=Py_ssize_t, hi=Py_ssize_t, width=Py_ssize_t, best=Py_ssize_t)
+cpdef Py_ssize_t first_of(str buf, tuple lits, Py_ssize_t start, Py_ssize_t top=*, str lead=*)

@@ -36,6 +36,7 @@ __all__ = [
     "State",
     "REGEX_WS",
     "edge_moves",
+    "first_of",
     "partial_start",
     "prefix_partial",
     "quiet_cut",
@@ -400,6 +401,50 @@ def ws_run_end(buf: str, i: int) -> int:
     while i < n and buf[i] in REGEX_WS:
         i += 1
     return i
+
+
+#: the first window :func:`first_of` searches (each next one twice as wide)
+FIRST_WINDOW = 128
+
+
+def first_of(buf: str, lits: tuple, start: int, top: int = -1, lead: str = "") -> int:
+    """Where the first occurrence of any of ``lits`` in ``buf`` from ``start`` on starts (no
+    later than ``top``, when ``top`` is not negative); -1 when there is none. At one place
+    the literal listed first counts (the caller tries its regex there anyway).
+
+    In time linear in how far that occurrence is: the literals are looked for in windows
+    that double in width (FIRST_WINDOW first), so a literal that occurs only far away (or
+    never: a region's ``</s>`` while the next call's ``[TOOL_CALLS]`` is near) is not looked
+    for to the end of the buffer at each scan, which would make a whole parse quadratic in
+    the number of calls. ``lead``: the literals' common first character when it is rare in
+    text (not a letter, digit, space or common punctuation): it is found first (memchr), and
+    when a literal starts there no window is searched."""
+    n = len(buf)
+    last = n if top < 0 or top > n else top  # the last place an occurrence may start
+    if lead:
+        i = buf.find(lead, start, last + 1)
+        if i < 0:
+            return -1
+        if buf.startswith(lits, i):
+            return i
+        start = i + 1
+    lo = start
+    width = FIRST_WINDOW
+    while lo <= last:
+        hi = lo + width  # occurrences that start in lo..hi
+        if hi > last:
+            hi = last
+        best = -1
+        for lit in lits:
+            i = buf.find(lit, lo, hi + len(lit))
+            if i >= 0:
+                best = i
+                hi = i - 1  # another must start before it to come first
+        if best >= 0:
+            return best
+        lo = hi + 1
+        width += width
+    return -1
 
 
 def prefix_partial(buf: str, i: int, prefixes: tuple[str, ...]) -> bool:

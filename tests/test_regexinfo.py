@@ -70,6 +70,37 @@ def _compile(pattern):
 @settings(max_examples=4000, deadline=None, derandomize=True)
 @given(pattern=patterns(), text=texts)
 def test_every_match_begins_as_lead_says(pattern, text):
+    _check_lead(pattern, text)
+
+
+@st.composite
+def lookaround_patterns(draw):
+    """Patterns with lookarounds: a lookahead first (which tells how a match begins) or
+    any lookaround after the first element (which ``lead`` passes over)."""
+    branches = []
+    for _ in range(draw(st.integers(1, 2))):
+        items = [draw(sequences(1))]
+        kind = draw(st.sampled_from(["(?=", "(?!", "(?<=", "(?<!"]))
+        look = kind + "|".join(draw(st.lists(sequences(1), min_size=1, max_size=2))) + ")"
+        items.insert(draw(st.integers(0, 1)), look)
+        if draw(st.booleans()):
+            items.append(draw(sequences(1)))
+        branch = "".join(items)
+        if draw(st.booleans()):
+            branch = draw(st.sampled_from([r"\s*", r"\s+"])) + branch
+        branches.append(branch)
+    return "|".join(branches)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(pattern=lookaround_patterns(), text=texts)
+def test_every_match_begins_as_lead_says_through_lookarounds(pattern, text):
+    _check_lead(pattern, text)
+
+
+def _check_lead(pattern, text):
+    """Every (partial) match of ``pattern`` in ``text`` begins as ``lead(pattern)`` says."""
     info = lead(pattern)
     compiled = _compile(pattern)
     if info is None or compiled is None:
@@ -201,8 +232,24 @@ def test_lead_examples():
     assert lead(r"\s*<tool_call>").ws
     assert lead(r"a.*?b|c").firsts == {"a", "c"}
     assert lead(r"(?:\[\[x\]\]|\#!)").firsts == {"[", "#"}
-    for unknown in [r"\w+", r".x", r"a?b", r"(?i)ab", r"(?=a)b", r"\s*", r"a|", "$", r"[^a]"]:
+    for unknown in [r"\w+", r".x", r"a?b", r"(?i)ab", r"(?>a)b", r"(?<=a)b", r"(?!a)b", r"(?=a)?b", r"\s*", r"a|", "$", r"[^a]"]:
         assert lead(unknown) is None, unknown
+
+
+def test_lead_reads_lookarounds():
+    """Qwen3's reasoning close (``</think>`` or, before a call, nothing) and its content close
+    (``</think>`` after a call's close, looked back at): matches begin with a known literal, so
+    scans find them with ``str.find`` instead of searching the regex from every position
+    (lead was None for any lookaround before)."""
+    found = lead(r"</think>|(?=<tool_call>)")
+    assert found is not None and found.prefixes == ("</think>", "<tool_call>") and not found.ws
+    found = lead(r"\s*(?:</think>(?<=</tool_call>\s*</think>)|<\|im_end\|>[\s\S]*)")
+    assert found is not None and found.ws and found.prefixes == ("</think>", "<|im_end|>")
+    assert lead(r"\s*(?=\[TOOL_CALLS\])|\s*</s>").prefixes == ("</s>", "[TOOL_CALLS]")
+    # a lookahead's own alternatives; a lookaround after the first literal ends the prefix
+    assert lead(r"(?=ab|c)\w+").prefixes == ("ab", "c")
+    assert lead(r"ab(?!c)d").prefixes == ("ab",)
+    assert lead(r"<(?=a)a").filters == ()
 
 
 def test_long_prefixes_go_through_groups():
