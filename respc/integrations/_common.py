@@ -152,3 +152,28 @@ def tool_dicts(tools: Any) -> list[dict] | None:
             function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
             out.append({"type": "function", "function": function})
     return out or None
+
+
+def stream_tools(tools: Any) -> list[dict] | None:
+    """The request's tools as respc types arguments by (each one's name and parameters),
+    read from an engine's tool models without dumping them (``model_dump`` of a request's
+    tools costs more than making the parser); a dict, or a model without a str name, as
+    :func:`tool_dicts` has it. Only for parsing: a grammar needs :func:`tool_dicts`."""
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            out += tool_dicts([tool]) or ()
+            continue
+        function = getattr(tool, "function", None)
+        if function is None and getattr(tool, "type", None) == "function":
+            function = tool  # a Responses API function tool
+        name = getattr(function, "name", None)
+        if isinstance(name, str) and not isinstance(function, dict):
+            parameters = getattr(function, "parameters", None)
+            read = {"name": name} if parameters is None else {"name": name, "parameters": parameters}
+            out.append({"type": "function", "function": read})
+        else:
+            out += tool_dicts([tool]) or ()
+    return out or None

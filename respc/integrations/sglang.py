@@ -52,7 +52,7 @@ from typing import Any
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
-from ._common import resolve, tokenizer_template, tool_dicts
+from ._common import resolve, stream_tools, tokenizer_template, tool_dicts
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
 
@@ -441,7 +441,7 @@ def _make_classes() -> tuple[type, type]:
             self.stream_reasoning = stream_reasoning
             self.answer_started = False
             self._prefix = prefix or ""
-            self._tools = tool_dicts(tools)
+            self._tools = stream_tools(tools)  # (names and parameters: what types arguments)
             self._force_nonempty_content = force_nonempty_content
             # the stream's parser, made with the detector (SGLang makes one per choice)
             self._parser = DeltaParser(compiled, prefix=self._prefix, tools=self._tools, on_malformed="event")
@@ -588,12 +588,7 @@ def _make_classes() -> tuple[type, type]:
             self.incomplete_tool_call_indices: set[int] = set()
             self._prefix = prefix or ""
             self._request_tools = tools
-            self._tool_list: list[dict] | None | bool = False  # (tool_dicts, made when needed)
-            # the declared tools' names, unless SGLANG_FORWARD_UNKNOWN_TOOLS (or no tools:
-            # then every call is the message's, as respc's message has them)
-            self._known: set[str] | None = None
-            if tools and not _forward_unknown():
-                self._known = _tool_names(tools) or None
+            self._tool_list: list[dict] | None | bool = False  # (stream_tools, made when needed)
             self._constrained = constrained
             self._stream: Any = None  # the own parse (DeltaParser), without a paired one
             self._pieces: list[list[str]] = []  # per call, the argument fragments sent
@@ -607,8 +602,21 @@ def _make_classes() -> tuple[type, type]:
             """The request's tools as dicts, made when this detector parses itself (a paired
             one never does: the reasoning detector's parse types the arguments)."""
             if self._tool_list is False:
-                self._tool_list = tool_dicts(self._request_tools)
+                self._tool_list = stream_tools(self._request_tools)
             return self._tool_list
+
+        @property
+        def _known(self) -> set[str] | None:
+            """The declared tools' names, unless SGLANG_FORWARD_UNKNOWN_TOOLS (or no tools:
+            then every call is the message's, as respc's message has them); read once, when
+            the first call needs it (most outputs have none)."""
+            known = self._known_names
+            if known is False:
+                tools = self._request_tools
+                known = self._known_names = (_tool_names(tools) or None) if tools and not _forward_unknown() else None
+            return known
+
+        _known_names: set[str] | None | bool = False
 
         @classmethod
         def parses_without_tools(cls) -> bool:
@@ -636,9 +644,12 @@ def _make_classes() -> tuple[type, type]:
 
         def _known_calls(self, calls: list) -> list:
             """Whole calls without those to undeclared tools (see ``_known``), renumbered."""
-            if self._known is None or not calls:
+            if not calls:
                 return calls
-            kept = [call for call in calls if call[1] in self._known]
+            known = self._known
+            if known is None:
+                return calls
+            kept = [call for call in calls if call[1] in known]
             return [(index, name, args) for index, (_i, name, args) in enumerate(kept)]
 
         def has_tool_call(self, text: str) -> bool:
@@ -667,7 +678,8 @@ def _make_classes() -> tuple[type, type]:
             remap = self._index
             for index, name, fragment in calls:
                 if name is not None:  # a call's first delta
-                    if self._known is not None and name not in self._known:
+                    known = self._known
+                    if known is not None and name not in known:
                         remap[index] = -1  # a call to an undeclared tool: not sent
                         continue
                     remap[index] = sent = len(pieces)
