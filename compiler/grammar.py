@@ -2408,6 +2408,10 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
         while not t["begin"].startswith(prefix):
             prefix = prefix[:-1]
     triggers = [prefix] if prefix else sorted({t["begin"] for t in tags})
+    if must:
+        # xgrammar's triggered tags with at_least_one begin at a trigger, no text before it:
+        # the text a reply may write before its first call ("\n\n" after </think>) comes first
+        elements.append({"type": "any_text"})
     elements.append({"type": "triggered_tags", "triggers": triggers, "tags": tags, "at_least_one": must,
                      "stop_after_first": not parallel_tool_calls})
     return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}

@@ -524,6 +524,20 @@ def test_structural_tag(family):
         tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"])
         grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
         assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
+        if not case["expected"].get("tool_calls") or (family, case["name"]) in SCHEMA_BREAKING:
+            continue
+        # a call required: the reply's text before its first call ("\n\n" after </think>) is
+        # still allowed (checked where the sample writes its calls' opens as the tag's begins do:
+        # the tag writes each open in one form, see docs/grammar.md)
+        tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"], tool_choice="required")
+        tagged = tag["format"]["elements"][-1]
+        if tagged["type"] != "triggered_tags" or not any(t["begin"] in case["output"] for t in tagged["tags"]):
+            continue
+        grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
+        assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']} required: {case['output']!r}"
+        if "\n" in case["output"] or " " in case["output"]:  # no call at all: rejected
+            text = case["expected"].get("content") or "Sure."
+            assert not xgr.testing._is_grammar_accept_string(grammar, text), f"{family}/{case['name']} required, no call"
 
 
 # --- CLI and lint ---------------------------------------------------------------------------
