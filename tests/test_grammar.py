@@ -670,3 +670,26 @@ def test_special_token_random_walks_parse(family):
     sample = _sample(family)
     prefix = next((c["prefix"] for c in sample["cases"] if _calls(c)), sample["cases"][0]["prefix"])
     _walks_parse(family, prefix, rounds=4, seed="-special", special=True)
+
+
+def test_calls_end_at_stop_tokens():
+    """A call close that is a stop token (gpt-oss's <|call|>) cannot be a structural tag's
+    text: an engine's matcher takes a stop token only where the grammar may end. The engine
+    glue (respc.integrations._common.end_calls_at_stop) ends such calls with their body."""
+    from respc.integrations._common import end_calls_at_stop
+
+    sample = _sample("gpt-oss")
+    tag = respc.load("gpt-oss").grammar(sample["tools"], format="structural_tag", tool_choice="required")
+    assert end_calls_at_stop(json.loads(json.dumps(tag)), {"<|return|>"}) == tag  # not a close: unchanged
+    ended = end_calls_at_stop(tag, {"<|call|>", "<|return|>"})
+    tagged = ended["format"]["elements"][-1]
+    assert [t["end"] for t in tagged["tags"]] == ["", ""] and tagged["stop_after_first"]
+    try:
+        import xgrammar as xgr
+    except Exception as error:  # noqa: BLE001 - xgrammar needs torch
+        pytest.skip(f"xgrammar (it needs torch) is not importable: {error}")
+    grammar = xgr.Grammar.from_structural_tag(json.dumps(ended))
+    # a call written as the tag writes its open (channel first); the stop token <|call|> follows
+    call = '<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather<|message|>{"city": "Paris"}'
+    assert xgr.testing._is_grammar_accept_string(grammar, call)
+    assert not xgr.testing._is_grammar_accept_string(grammar, call + " and more")  # the turn ends at the call

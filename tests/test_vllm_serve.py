@@ -40,34 +40,54 @@ import openai  # noqa: E402
 import respc  # noqa: E402
 from local_tokenizer import samples, tokenizer_for  # noqa: E402
 
-FAMILY = "qwen3"
-END = "<|im_end|>"
-#: a chat template written for this test (ChatML with Qwen-style tool calls)
-CHAT_TEMPLATE = (
+#: chat templates written for this test: ChatML with Qwen-style tool calls, and gpt-oss's
+#: harmony turns (the prompt ends with ``<|start|>assistant``, the model writes the channel)
+CHATML = (
     "{%- if tools %}<|im_start|>system\n# Tools\n<tools>\n"
     "{%- for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n"
     "For each call, return a JSON object in <tool_call></tool_call> tags.<|im_end|>\n{% endif %}"
     "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+HARMONY = (
+    "<|start|>system<|message|>Reasoning: medium<|end|>"
+    "{%- if tools %}<|start|>developer<|message|># Tools\n{%- for t in tools %}\n{{ t | tojson }}{% endfor %}<|end|>{% endif %}"
+    "{%- for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}"
+    "{%- if add_generation_prompt %}<|start|>assistant{% endif %}"
+)
+#: family: (chat template, the end token of a reply with calls, of one without, samples streamed, read whole)
+FAMILIES = {
+    "qwen3": (CHATML, "<|im_end|>", "<|im_end|>",
+              ["reasoning_tool_call", "reasoning_answer", "parallel_calls", "content_only", "content_before_call", "text_around_calls"],
+              ["reasoning_tool_call", "parallel_calls", "content_only"]),
+    # a call ends with <|call|>, a stop token the engine strips from the text: respc's parser
+    # gets it back from the token ids
+    "gpt-oss": (HARMONY, "<|call|>", "<|return|>",
+                ["reasoning_tool_call", "recipient_first_no_reasoning", "reasoning_answer", "content_only", "content_before_call"],
+                ["reasoning_tool_call", "recipient_first_no_reasoning", "reasoning_answer"]),
+}
 QUESTION = [{"role": "user", "content": "What's the weather in Paris for the next 3 days?"}]
 STARTUP_SECONDS = 900
 
 
-def _model(path: Path):
+def _model(path: Path, family: str):
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
-    tok = tokenizer_for(FAMILY, extra=string.printable)
-    tok.chat_template = CHAT_TEMPLATE
+    chat_template, call_end, reply_end = FAMILIES[family][:3]
+    tok = tokenizer_for(family, extra=string.printable)
+    tok.chat_template = chat_template
     tok.save_pretrained(path)
+    ends = sorted({tok.convert_tokens_to_ids(call_end), tok.convert_tokens_to_ids(reply_end)})
     config = Qwen3Config(
         vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=1,
         num_attention_heads=2, num_key_value_heads=1, head_dim=64,  # a head size the CPU attention takes
-        max_position_embeddings=4096, eos_token_id=tok.convert_tokens_to_ids(END), tie_word_embeddings=True,
+        max_position_embeddings=4096, eos_token_id=ends, tie_word_embeddings=True,
     )
     torch.manual_seed(0)
-    Qwen3ForCausalLM(config).to(torch.bfloat16).save_pretrained(path)
+    model = Qwen3ForCausalLM(config).to(torch.bfloat16)
+    model.generation_config = GenerationConfig(eos_token_id=ends)
+    model.save_pretrained(path)
     return tok
 
 
@@ -77,14 +97,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model")
-    tok = _model(path)
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def server(request, tmp_path_factory):
+    family = request.param
+    path = tmp_path_factory.mktemp(family)
+    tok = _model(path, family)
     port = _free_port()
     log = open(path / "server.log", "w")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-           "RESPC_TEMPLATE": FAMILY, "VLLM_CPU_KVCACHE_SPACE": "1"}
+           "RESPC_TEMPLATE": family, "VLLM_CPU_KVCACHE_SPACE": "1"}
     # the module entry, not the `vllm` CLI: the CLI asks for the distribution "vllm", and the
     # CPU build's is named "vllm-cpu" (docs/engines.md)
     proc = subprocess.Popen(
@@ -106,7 +127,7 @@ def server(tmp_path_factory):
                 if time.monotonic() > deadline:
                     pytest.fail(f"vllm did not start in {STARTUP_SECONDS} s:\n" + (path / "server.log").read_text()[-4000:])
                 time.sleep(2)
-        yield openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused"), tok, str(path)
+        yield Served(family, openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused"), tok, str(path))
     finally:
         proc.terminate()
         try:
@@ -116,30 +137,49 @@ def server(tmp_path_factory):
         log.close()
 
 
-def _case(name: str) -> dict:
-    return next(c for c in samples(FAMILY)["cases"] if c["name"] == name)
+#: outputs written here for the grammar tests, in the form the structural tag writes a call's
+#: open (one form of each: gpt-oss's channel-first header, not its recipient-first one)
+WRITTEN = {
+    "gpt-oss": {"grammar_call": '<|channel|>analysis<|message|>The user wants the forecast.<|end|>'
+                                '<|start|>assistant<|channel|>commentary to=functions.get_weather<|message|>'
+                                '{"city": "Paris", "days": 3}'},
+}
+GRAMMAR_CALL = {"qwen3": "reasoning_tool_call", "gpt-oss": "grammar_call"}
 
 
-def _script(tok, output: str) -> list[int]:
-    ids = tok.encode(output + END, add_special_tokens=False)
-    assert tok.decode(ids) == output + END
-    return ids
+class Served:
+    """A running server of one family's model, and what the tests ask it."""
 
+    def __init__(self, family: str, client: openai.OpenAI, tok, model: str):
+        self.family, self.client, self.tok, self.model = family, client, tok, model
+        self.tools = samples(family)["tools"]
 
-def _expected(tok, output: str) -> dict:
-    """respc's own message of ``output`` after the prompt the server renders."""
-    tools = samples(FAMILY)["tools"]
-    prompt = tok.apply_chat_template(QUESTION, tools=tools, add_generation_prompt=True, tokenize=False)
-    message = respc.load(FAMILY).parse(output + END, prefix=prompt, tools=tools)
-    calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
-    return {"reasoning": message.get("reasoning_content") or "", "content": message.get("content") or "", "calls": calls}
+    def text(self, name: str) -> str:
+        """The sample's output (or one of WRITTEN) with the end token the model writes after it."""
+        output = WRITTEN.get(self.family, {}).get(name)
+        if output is None:
+            output = next(c for c in samples(self.family)["cases"] if c["name"] == name)["output"]
+        call_end, reply_end = FAMILIES[self.family][1:3]
+        return output + (call_end if "to=functions." in output or "<tool_call>" in output else reply_end)
 
+    def script(self, name: str) -> list[int]:
+        ids = self.tok.encode(self.text(name), add_special_tokens=False)
+        assert self.tok.decode(ids) == self.text(name)
+        return ids
 
-def _request(client, model, script, **kw):
-    return client.chat.completions.create(
-        model=model, messages=QUESTION, tools=samples(FAMILY)["tools"], max_tokens=len(script), temperature=0,
-        extra_body={"vllm_xargs": {"script": script}}, **kw,
-    )
+    def expected(self, name: str) -> dict:
+        """respc's own message of the sample after the prompt the server renders."""
+        prompt = self.tok.apply_chat_template(QUESTION, tools=self.tools, add_generation_prompt=True, tokenize=False)
+        message = respc.load(self.family).parse(self.text(name), prefix=prompt, tools=self.tools)
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+        return {"reasoning": message.get("reasoning_content") or "", "content": message.get("content") or "", "calls": calls}
+
+    def ask(self, name: str, **kw):
+        script = self.script(name)
+        return self.client.chat.completions.create(
+            model=self.model, messages=QUESTION, tools=self.tools, max_tokens=len(script), temperature=0,
+            extra_body={"vllm_xargs": {"script": script}}, **kw,
+        )
 
 
 def _reasoning(obj) -> str:
@@ -147,62 +187,54 @@ def _reasoning(obj) -> str:
     return getattr(obj, "reasoning", None) or getattr(obj, "reasoning_content", None) or extra.get("reasoning") or extra.get("reasoning_content") or ""
 
 
-STREAMED = ["reasoning_tool_call", "reasoning_answer", "parallel_calls", "content_only", "content_before_call", "text_around_calls"]
+def test_stream_is_respc_message(server):
+    for name in FAMILIES[server.family][3]:
+        reasoning, content, calls = "", "", {}
+        for chunk in server.ask(name, stream=True):
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            reasoning += _reasoning(delta)
+            content += delta.content or ""
+            for tc in delta.tool_calls or []:
+                call = calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+                if tc.function is not None:
+                    call["name"] += tc.function.name or ""
+                    call["arguments"] += tc.function.arguments or ""
+        got = {"reasoning": reasoning, "content": content,
+               "calls": [(c["name"], json.loads(c["arguments"])) for _, c in sorted(calls.items())]}
+        assert got == server.expected(name), f"{server.family}/{name}: {server.text(name)!r}"
+        assert all(c["id"] for c in calls.values())
 
 
-@pytest.mark.parametrize("name", STREAMED)
-def test_stream_is_respc_message(server, name):
-    client, tok, model = server
-    output = _case(name)["output"]
-    script = _script(tok, output)
-    reasoning, content, calls = "", "", {}
-    for chunk in _request(client, model, script, stream=True):
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        reasoning += _reasoning(delta)
-        content += delta.content or ""
-        for tc in delta.tool_calls or []:
-            call = calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
-            if tc.function is not None:
-                call["name"] += tc.function.name or ""
-                call["arguments"] += tc.function.arguments or ""
-    want = _expected(tok, output)
-    got = {"reasoning": reasoning, "content": content,
-           "calls": [(c["name"], json.loads(c["arguments"])) for _, c in sorted(calls.items())]}
-    assert got == want, f"{name}: {output!r}"
-    assert all(c["id"] for c in calls.values())
+def test_whole_reply_is_respc_message(server):
+    for name in FAMILIES[server.family][4]:
+        reply = server.ask(name)
+        message = reply.choices[0].message
+        got = {"reasoning": _reasoning(message), "content": message.content or "",
+               "calls": [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]}
+        assert got == server.expected(name), f"{server.family}/{name}: {server.text(name)!r}"
+        assert reply.choices[0].finish_reason == ("tool_calls" if got["calls"] else "stop")
 
 
-@pytest.mark.parametrize("name", ["reasoning_tool_call", "parallel_calls", "content_only"])
-def test_whole_reply_is_respc_message(server, name):
-    client, tok, model = server
-    output = _case(name)["output"]
-    reply = _request(client, model, _script(tok, output))
-    message = reply.choices[0].message
-    got = {"reasoning": _reasoning(message), "content": message.content or "",
-           "calls": [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]}
-    assert got == _expected(tok, output)
-    assert reply.choices[0].finish_reason == ("tool_calls" if got["calls"] else "stop")
+def _calls(reply) -> list:
+    return [(c.function.name, json.loads(c.function.arguments)) for c in reply.choices[0].message.tool_calls or []]
 
 
 def test_required_call_gets_the_grammar(server):
     """tool_choice="required": respc's adjust_request puts the template's structural tag in
     the request, so a scripted reply with a call passes the grammar's mask and one without a
     call is stopped by it (vLLM fails the request when the mask rejects the forced token)."""
-    client, tok, model = server
-    output = _case("parallel_calls")["output"]
-    message = _request(client, model, _script(tok, output), tool_choice="required").choices[0].message
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == _expected(tok, output)["calls"]
+    name = GRAMMAR_CALL[server.family]
+    assert _calls(server.ask(name, tool_choice="required")) == server.expected(name)["calls"]
     with pytest.raises(openai.APIError):
-        _request(client, model, _script(tok, _case("content_only")["output"]), tool_choice="required")
+        server.ask("content_only", tool_choice="required")
 
 
 def test_named_tool_gets_the_grammar(server):
-    client, tok, model = server
     named = {"type": "function", "function": {"name": "get_weather"}}
-    output = _case("reasoning_tool_call")["output"]
-    message = _request(client, model, _script(tok, output), tool_choice=named).choices[0].message
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == _expected(tok, output)["calls"]
-    with pytest.raises(openai.APIError):  # the script also calls get_time: the grammar forbids it
-        _request(client, model, _script(tok, _case("parallel_calls")["output"]), tool_choice=named)
+    name = GRAMMAR_CALL[server.family]
+    assert _calls(server.ask(name, tool_choice=named)) == server.expected(name)["calls"]
+    if server.family == "qwen3":  # its parallel_calls sample also calls get_time: the grammar forbids it
+        with pytest.raises(openai.APIError):
+            server.ask("parallel_calls", tool_choice=named)

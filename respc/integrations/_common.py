@@ -177,3 +177,63 @@ def stream_tools(tools: Any) -> list[dict] | None:
         else:
             out += tool_dicts([tool]) or ()
     return out or None
+
+
+def stop_texts(tokenizer: Any, token_ids: Any = ()) -> set[str]:
+    """The texts of the tokens that end a generation: the tokenizer's eos token, the model's
+    generation config's ``eos_token_id`` (read from the tokenizer's folder or the Hugging Face
+    cache, never downloaded) and ``token_ids`` (a request's own stop token ids)."""
+    out = set()
+    eos = getattr(tokenizer, "eos_token", None)
+    if isinstance(eos, str) and eos:
+        out.add(eos)
+    ids = list(token_ids or ())
+    source = getattr(tokenizer, "name_or_path", None)
+    if isinstance(source, str) and source:
+        path = os.path.join(source, "generation_config.json")
+        if not os.path.isfile(path):
+            try:
+                from huggingface_hub import try_to_load_from_cache
+
+                hit = try_to_load_from_cache(source, "generation_config.json")
+                path = hit if isinstance(hit, str) else ""
+            except Exception:  # noqa: BLE001 - no hub library, not a repo id
+                path = ""
+        if path:
+            try:
+                import json
+
+                with open(path, encoding="utf-8") as f:
+                    found = json.load(f).get("eos_token_id")
+                ids += found if isinstance(found, list) else [found]
+            except (OSError, ValueError, AttributeError):
+                pass
+    convert = getattr(tokenizer, "convert_ids_to_tokens", None)
+    for i in ids:
+        if isinstance(i, int) and convert is not None:
+            try:
+                text = convert(i)
+            except Exception:  # noqa: BLE001 - an id out of the vocabulary
+                continue
+            if isinstance(text, str) and text:
+                out.add(text)
+    return out
+
+
+def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
+    """``tag`` (a structural tag of respc's) with each call whose close is a stop token
+    (gpt-oss's ``<|call|>``) ending where its body does, the turn ending there: an engine's
+    grammar matcher takes a stop token only where the grammar may end, never as a close's
+    text, so a tag that writes ``<|call|>`` as its end rejects it. The parser reads the stop
+    token back from the token ids."""
+    if not stops:
+        return tag
+    for element in tag.get("format", {}).get("elements", ()):
+        if element.get("type") != "triggered_tags":
+            continue
+        tags = element.get("tags") or []
+        if tags and all(t.get("end") in stops for t in tags):
+            for t in tags:
+                t["end"] = ""
+            element["stop_after_first"] = True  # the stop token ends the turn after the call
+    return tag

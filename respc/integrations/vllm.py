@@ -38,7 +38,7 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import TextField
-from ._common import decode, resolve, special_markers, tool_dicts
+from ._common import decode, end_calls_at_stop, resolve, special_markers, stop_texts, tool_dicts
 
 __all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
 
@@ -861,6 +861,7 @@ def _adjust(compiled: CompiledTemplate, tokenizer: Any, prefix: str, request: An
             f"--tool-call-parser {NAME}: cannot guarantee {wanted} for this template: {error}",
             parameter="tool_choice",
         ) from error
+    tag = end_calls_at_stop(tag, stop_texts(tokenizer, getattr(request, "stop_token_ids", None)))
     _structured(request, tag, from_start=True)
     return request
 
