@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import dataclasses
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
@@ -832,7 +833,9 @@ class Builder:
                             self.empty.setdefault(text, _matches_empty(part))
                 run.clear()
 
-        items = alt.body()
+        items = alt.__dict__.get("written")
+        if items is None:
+            items = alt.body()
         i = 0
         while i < len(items):
             item = items[i]
@@ -1467,6 +1470,7 @@ def _walk(self: Builder, start: tuple) -> str:
     bodies: dict[str, list[str]] = {}
 
     state, left = start[0], start[1]
+    held = start[3] if len(start) > 3 and state == free.index and left.endswith(start[3]) else ""
     used0 = {f.index for f in ir.fields if len(start) > 2 and f.name in start[2] and not f.repeats}
     key0 = ("start", 0, frozenset(used0))
     first = None
@@ -1505,12 +1509,25 @@ def _walk(self: Builder, start: tuple) -> str:
             ekey = (id(steps), L[max(0, base - reach):base], base == 0, L[base:],
                     None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried,
                     after, tuple(rest_items))
-        seen = outcomes.get(ekey) if ekey is not None else None
+        if held and prev == "start":
+            # the parser holds the prompt's last characters (functionary's ">>>", a
+            # delimiter they may begin): steps whose delimiter begins with them, written
+            # from where they end, and the other steps with text that, after them, makes
+            # no such delimiter
+            derived, held_ban, only = _held_steps(self, steps, held)
+            outs = _outcomes(self, derived, L[: len(L) - len(held)], check, open_ok, quiet, prev_ok, count, carried,
+                             after, rest_items, {})
+            if not only:
+                outs += _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items,
+                                  cuts, held_ban)
+            seen = ()
+        else:
+            seen = outcomes.get(ekey) if ekey is not None else None
         if seen is None:
             outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items, cuts)
             if ekey is not None:
                 outcomes[ekey] = (base, outs)
-        else:
+        elif seen:
             outs = _rebased(seen, base, L)
         for ident, got in outs:
             if got is None:
@@ -1572,7 +1589,7 @@ Builder.walk = _walk
 
 
 def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None, after: str, rest_items: list[str], cuts: dict) -> list[tuple[tuple, Any]]:
+              carried: str | None, after: str, rest_items: list[str], cuts: dict, held_ban: str = "") -> list[tuple[tuple, Any]]:
     """[(step identity, (items, next node) or None)] of a node's steps, in the order the
     grammar writes them: a step with and without text before it is one step whose text
     may be empty; an end with text and one without, two. ``after``, ``rest_items``: of
@@ -1580,7 +1597,7 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     results: dict[Any, dict[bool, Any]] = {}
     memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
     ban = self.zero_width_ban([st for st, _ in steps], L, check, open_ok, quiet, prev_ok, count, carried)
-    ban = "|".join(b for b in (ban, after) if b)
+    ban = "|".join(b for b in (ban, after, held_ban) if b)
     for st, ident in steps:
         if carried is not None and st.text:
             continue
@@ -1609,6 +1626,94 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             got = with_text[1] if with_text[1] is not None else without[1]
         outs.append((ident, got))
     return outs
+
+
+_ONE_CHAR = (_sre.LITERAL, _sre.NOT_LITERAL, _sre.ANY, _sre.IN)
+
+
+def _strip_held(items: list, held: str, path: str) -> list | None:
+    r"""The items of a delimiter's alternative left to write once the parser's match has
+    read ``held`` (literals and one-character items read one character each, a run of
+    one-character items as many as match, the rest of the run left: ``\s*<tool_call>``
+    after a held "
+" is ``\s*<tool_call>``); None when the alternative cannot begin with
+    ``held`` so (an item of more characters, a capture, a character that does not match)."""
+    out = list(items)
+    k = 0
+    while k < len(held):
+        if not out:
+            return None
+        item = out[0]
+        op = item[0]
+        if isinstance(op, str):
+            return None
+        if op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+            out.pop(0)  # (decided by the check on the whole text)
+        elif op in _ONE_CHAR:
+            if not _full(translate([item], path), held[k]):
+                return None
+            out.pop(0)
+            k += 1
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and len(item[1][2]) == 1 and item[1][2][0][0] in _ONE_CHAR:
+            lo, hi, sub = item[1]
+            piece = translate(sub, path)
+            n = 0
+            while k < len(held) and (hi == _sre.MAXREPEAT or n < hi) and _full(piece, held[k]):
+                n += 1
+                k += 1
+            if k < len(held) or (hi != _sre.MAXREPEAT and n >= hi):
+                if n < lo:
+                    return None
+                out.pop(0)
+            else:
+                out[0] = (op, (max(lo - n, 0), hi if hi == _sre.MAXREPEAT else hi - n, sub))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and item[1][0] == 0:
+            out.pop(0)  # (written empty)
+        else:
+            return None
+    while out and not isinstance(out[0][0], str) and out[0][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+        out.pop(0)
+    return out
+
+
+def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]:
+    """(the steps without text whose delimiter begins with ``held``, each with an
+    alternative that writes what is left of it; what text after ``held`` must not start
+    with: what is left of every such delimiter, its captures by their regex; whether one
+    of them is whole in ``held``, so that no other step can follow it)."""
+    derived, bans, only = [], [], False
+    made: dict[int, Any] = {}
+    for w in self.free.watches:
+        # every delimiter the state watches, the steps' or not (a call open when
+        # tool_choice="none": text after ">>>" must not be a call either)
+        for a in self.alts[w.delim.path]:
+            rest = _strip_held(a.body(), held, a.delim.path)
+            if rest is not None:
+                try:
+                    bans.append(translate(rest, a.delim.path))
+                except GrammarUnsupported:
+                    pass
+    for st, ident in steps:
+        a = st.open if st.open is not None else st.close
+        if st.text or a is None:
+            continue
+        alt = made.get(id(a))
+        if alt is None:
+            rest = _strip_held(a.body(), held, a.delim.path)
+            if rest is None:
+                made[id(a)] = False
+                continue
+            alt = made[id(a)] = dataclasses.replace(a, items=list(a.items))
+            alt.__dict__["written"] = rest
+            if not rest and not a.end and not any(
+                    not isinstance(it[0], str) and it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) for it in a.items):
+                only = True
+        if alt is False:
+            continue
+        new = dataclasses.replace(st, open=alt) if st.open is not None else dataclasses.replace(st, close=alt)
+        derived.append((new, (st.kind, id(st.field), id(new.open), id(new.close), id(st.tool))))
+    ban = "|".join(dict.fromkeys(b for b in bans if b)) if not any(not b for b in bans) else "(?s:.*)"
+    return derived, ban, only
 
 
 def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple | None:

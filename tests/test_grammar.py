@@ -37,7 +37,7 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: reads as the end of the reply, so that form of the open is left out (the special-token
 #: grammar, whose markers split the open, accepts both samples).
 KNOWN_REJECTED: dict[str, set[str]] = {
-    'hyperclovax-seed-think-14b': {'content_before_call', 'force_reasoning'},
+    'hyperclovax-seed-think-14b': {'content_before_call'},
 }
 
 #: Samples whose calls break the tools' schema (an integer written as a string, "3", which
@@ -87,9 +87,7 @@ def _known(family: str) -> set[str]:
 
 
 #: Mutations a family's grammar does not reject yet, and why.
-KNOWN_MUTATION_GAPS = {
-    "functionary": "its prefix ends inside the call's open delimiter (>>>): the grammar starts after the prefix "
-                   "as in the free state, so a tool name right at the start is read as text, not checked",
+KNOWN_MUTATION_GAPS: dict[str, str] = {
 }
 
 #: Families whose grammar with special tokens fails yet, and why.
