@@ -716,6 +716,9 @@ class Builder:
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
+        self.open_failed = False  # (set by try_step when another delimiter is read where a step's open starts)
+        self.open_tie = False
+        self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -769,6 +772,14 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
         first run is also cut after that many items."""
         known = self.alts.get(alt.delim.path)
+        if "spaced" in alt.__dict__ or "written" in alt.__dict__:
+            # a delimiter's alternative with runs written as a space, or what is left of it
+            # after the held text: kept by its items (kept with it), cut as asked
+            key = ("variant pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())), cut)
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not alt.items:
+                hit = self.shared[key] = (alt.items, self._pieces(alt, fill, cut))
+            return hit[1]
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
             # a tag pattern's part (not a delimiter's alternative): kept by its items, which
             # tag_parts keeps per template (never cut)
@@ -1445,7 +1456,10 @@ def _walk(self: Builder, start: tuple) -> str:
             key = (m.start(), -(m.end() - m.start()), order)
             if best is None or key < best[0]:
                 best = (key, w, m)
-        return best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
+        ok = best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
+        # (another delimiter, or another span, found where the open starts: see _spaced_step)
+        self.open_tie = not ok and best is not None and best[2].start() == d0
+        return ok
 
     def quiet(s: str, frm: int) -> bool:
         return all(self.search(pat, s, frm) is None for _, pat in watches)
@@ -1578,11 +1592,28 @@ def _walk(self: Builder, start: tuple) -> str:
             continue
         good = [a for a in alts if not a.rpartition(" ")[2].startswith("n") or a.rpartition(" ")[2] in live]
         lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
-    for name, body in self.rules.items():
+    rules, terms = self.rules, self.terms
+    if self.pruned:
+        # only the rules and terms the nodes reach (a step tried several ways named more)
+        used_names: set[str] = set()
+        todo = [alt for line in lines[1:] for alt in [line.partition(": ")[2]]]
+        by_name = {k.partition("[")[0]: v for k, v in rules.items()}
+        while todo:
+            for ref in _REF.findall(todo.pop()):
+                if ref not in used_names:
+                    used_names.add(ref)
+                    if ref in by_name:
+                        todo.append(by_name[ref])
+        rules = {k: v for k, v in rules.items() if k.partition("[")[0] in used_names}
+        terms = {k: v for k, v in terms.items() if k in used_names}
+    for name, body in rules.items():
         lines.append(f"{name}: {body}")
-    for name, body in self.terms.items():
+    for name, body in terms.items():
         lines.append(f"{name}: {body}")
     return "\n".join(lines) + "\n"
+
+
+_REF = regex.compile(r"\b[rT]\d+\b")
 
 
 Builder.walk = _walk
@@ -1602,8 +1633,12 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
         if carried is not None and st.text:
             continue
         try:
+            self.open_failed = False
             got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
                                 rest_items=rest_items, cuts=cuts)
+            if got is None and self.open_failed and _ws_runs(st.open):
+                st, got = _spaced_step(self, st, L, check, open_ok, quiet, prev_ok, count, carried, memo, ban,
+                                       rest_items, cuts)
         except GrammarUnsupported as error:
             self.refused.append(error)
             got = None
@@ -1714,6 +1749,73 @@ def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]
         derived.append((new, (st.kind, id(st.field), id(new.open), id(new.close), id(st.tool))))
     ban = "|".join(dict.fromkeys(b for b in bans if b)) if not any(not b for b in bans) else "(?s:.*)"
     return derived, ban, only
+
+
+def _ws_runs(a: Alt) -> tuple[int, ...]:
+    r"""The positions (in ``a.items``) of its top-level runs that may be empty and may hold a
+    space (``\s*``), cached per alternative."""
+    hit = a.__dict__.get("_ws_runs")
+    if hit is None:
+        hit = []
+        if a.__dict__.get("spaced") is None:
+            for i, it in enumerate(a.items):
+                if (not isinstance(it[0], str) and it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][0] == 0
+                        and len(it[1][2]) == 1 and it[1][2][0][0] in _ONE_CHAR):
+                    try:
+                        if _full(translate(it[1][2], a.delim.path), " "):
+                            hit.append(i)
+                    except GrammarUnsupported:
+                        pass
+        hit = a.__dict__["_ws_runs"] = tuple(hit)
+    return hit
+
+
+def _spaced_alt(self: Builder, a: Alt, runs: tuple[int, ...]) -> Alt:
+    """``a`` with the runs at ``runs`` written as one space (kept per template)."""
+    key = ("spaced", a.delim.path, a.index, runs)
+    hit = self.shared.get(key)
+    if hit is None or hit[0] is not a:
+        items = [(_sre.LITERAL, 32) if i in runs else it for i, it in enumerate(a.items)]
+        alt = dataclasses.replace(a, items=items)
+        alt.__dict__["spaced"] = runs
+        alt.__dict__["base"] = a  # (its lazy cuts are the alternative's: the same items but the runs)
+        hit = self.shared[key] = (a, alt)
+    return hit[1]
+
+
+def _spaced_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
+                 carried: Any, memo: dict, ban: str, rest_items: Any, cuts: Any) -> tuple[Step, Any]:
+    r"""A step whose open the parser does not read with every ``\s*`` run written empty
+    (hyperclovax's ``<|im_end|>\s*<|im_start|>assistant\s*-> tool/function_call``: the
+    content's end close takes ``assistant->``, its negative lookahead names ``assistant ->``):
+    tried with every such run a space, then with as many of them as can be given back to
+    ``\s*``; the runs that must hold a space are written as one (a space, not a run)."""
+    runs = _ws_runs(st.open)
+
+    def attempt(spaced: tuple[int, ...]) -> tuple[Step, Any]:
+        new = dataclasses.replace(st, open=_spaced_alt(self, st.open, spaced))
+        return new, self.try_step(new, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
+                                  rest_items=rest_items, cuts=cuts)
+
+    self.pruned = True  # (the tries name rules and terms the grammar does not use)
+    key = ("spaced runs", st.open.delim.path, st.open.index)
+    hint = self.shared.get(key)
+    if hint is not None:
+        # the runs another node (or build) needed: tried first, kept if read here too
+        got = attempt(hint)
+        if got[1] is not None:
+            return got
+    best = attempt(runs)
+    if best[1] is None:
+        return st, None
+    keep = runs
+    for r in runs:
+        trial = tuple(x for x in keep if x != r)
+        got = attempt(trial)
+        if got[1] is not None:
+            keep, best = trial, got
+    self.shared[key] = keep
+    return best
 
 
 def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple | None:
@@ -1876,7 +1978,7 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
             continue
         if not pcs or pcs[0][0] not in ("re", "lx") or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
             continue
-        key = ("rep", a.delim.path, a.index, tuple(fill.items()))
+        key = ("rep", a.delim.path, a.index, tuple(fill.items()), a.__dict__.get("spaced"))
         rep = self.shared.get(key, self)
         if rep is self:
             rep = self.shared[key] = _rep(a.body(), fill)
@@ -2030,9 +2132,12 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         ok = known.get(("open",))
         if ok is None:
             ok = known[("open",)] = open_ok(s, len(L), d0, d1, f, st.open.delim)
+            known[("tie",)] = self.open_tie
         if not ok:
+            self.open_failed = known[("tie",)]
             return None
-        cut = (cuts or {}).get((id(st.open), st.tool["name"] if st.tool else None), 0) if st.text else 0
+        cut = (cuts or {}).get((id(st.open.__dict__.get("base", st.open)), st.tool["name"] if st.tool else None), 0) \
+            if st.text else 0
         open_items = known.get(("seq", lead, cut), known)
         if open_items is known:
             open_items = known[("seq", lead, cut)] = self.delim_seq(st.open, _fill(self, st), lead, cut)
@@ -2094,7 +2199,7 @@ def _open_part(self: Builder, st: Step, s: str) -> list | None:
     checks and the open's items the node's steps share."""
     if st.open is not None:
         fill = _fill(self, st)
-        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()), st.open.__dict__.get("spaced"))
         r_open = self.shared.get(key, self)
         if r_open is self:
             r_open = self.shared[key] = _rep(st.open.body(), fill)
