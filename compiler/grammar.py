@@ -1172,7 +1172,8 @@ def _written_items(items: list, path: str, keep_empty: bool = False) -> list[str
 def _looks_ahead(a: Alt) -> bool:
     """The alternative holds a lookahead (what follows it is decided by the next step, so
     the part it shares with a longer alternative can be a lexeme of its own)."""
-    return any(not isinstance(it[0], str) and it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) and it[1][0] == 1 for it in a.items)
+    return any(not isinstance(it[0], str) and (it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) and it[1][0] == 1
+               or it[0] is _sre.AT and it[1] is _sre.AT_END_STRING) for it in a.items)
 
 
 def _token_form(marker: str) -> bool:
@@ -2156,6 +2157,10 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             items.append(self.term(self.text_term(self.close_excl(f), nonempty=True)) + "?")
         else:
             items += body_items
+            if f.content == "python-call-list":
+                # whitespace after the list, which the parser passes over (a model's newline
+                # before its end-of-turn token)
+                items.append(self.term("/[ \\t\\r\\n]+/") + "?")
         return items, None
     c = st.close
     r_close = c.rep
