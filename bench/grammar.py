@@ -15,7 +15,10 @@ Medians over interleaved rounds. Builds are timed in CPU time of the process (on
 machine wall time mostly measures the other jobs; ``--wall`` for wall time), llguidance's
 compile in wall time (it may use threads). ``--first N``: the first build in a fresh
 process (after ``respc.load``; regex's own cache then holds only what loading the module
-compiled), median of N processes.
+compiled), median of N processes. ``--checks``: also the checks of tests/test_grammar.py per
+family (needs llguidance, jsonschema): samples accepted / checked (each whole sample with and
+without the end-of-turn token, and the cut ones; the schema-breaking ones, rejected on
+purpose, counted apart), mutations rejected / tried, random walks parsed / ended (24 tried).
 """
 
 from __future__ import annotations
@@ -81,12 +84,28 @@ def _first(family: str, samples: Path, runs: int, clock: str) -> float:
     return statistics.median(times)
 
 
+def _checks(family: str) -> str:
+    """The grammar tests' counts for a family (see --checks)."""
+    from tests import test_grammar as T
+
+    counts: list = []
+    T._check_samples(family, counts=counts)
+    breaking = {name for fam, name in T.SCHEMA_BREAKING if fam == family}
+    kept = [ok for name, ok in counts if name not in breaking]
+    rejected = sum(not ok for name, ok in counts if name in breaking)
+    failures, tried = T.mutation_results(family)
+    _, parsed, ended = T.walk_results(family, T.walk_prefix(family))
+    return (f" {f'{sum(kept)}/{len(kept)}':>9} {f'{rejected}/{len(counts) - len(kept)}':>6}"
+            f" {f'{tried - len(failures)}/{tried}':>9} {f'{parsed}/{ended}':>7}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("families", nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--first", type=int, default=0, metavar="N", help="also time the first build in N fresh processes")
     ap.add_argument("--wall", action="store_true", help="time the builds in wall time (default: CPU time)")
+    ap.add_argument("--checks", action="store_true", help="also count samples accepted, mutations rejected, walks parsed")
     args = ap.parse_args(argv)
     samples = ROOT / "templates" / "samples"
     families = args.families or sorted(p.stem for p in samples.glob("*.json"))
@@ -96,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         llg = tok = None
     print(f"{'family':28} {'size':>8} {'cold ms':>8} {'warm ms':>8} {'names ms':>8} {'cached us':>9} {'llg ms':>8} {'cold/llg':>8}"
-          + (f" {'first ms':>8}" if args.first else ""))
+          + (f" {'first ms':>8}" if args.first else "")
+          + (f" {'samples':>9} {'schema':>6} {'mutations':>9} {'walks':>7}" if args.checks else ""))
     for family in families:
         compiled = respc.load(family)
         tools = json.loads((samples / f"{family}.json").read_text())["tools"]
@@ -134,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         llg_ms = med(comp) * 1e3 if comp else float("nan")
         first = f" {_first(family, samples, args.first, clock.__name__) * 1e3:>8.1f}" if args.first else ""
         print(f"{family:28} {size:>8} {med(cold) * 1e3:>8.1f} {med(warm) * 1e3:>8.1f} {med(names) * 1e3:>8.1f} "
-              f"{med(hit) * 1e6:>9.1f} {llg_ms:>8.1f} {med(cold) * 1e3 / llg_ms if comp else float('nan'):>8.1f}{first}")
+              f"{med(hit) * 1e6:>9.1f} {llg_ms:>8.1f} {med(cold) * 1e3 / llg_ms if comp else float('nan'):>8.1f}{first}"
+              + (_checks(family) if args.checks else ""))
     return 0
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import dataclasses
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
@@ -715,6 +716,9 @@ class Builder:
         self.shape = _call_shape(self.calls) if self.calls is not None else None
         watches = [w.delim for w in self.free.watches]
         self.refused: list[GrammarUnsupported] = []
+        self.open_failed = False  # (set by try_step when another delimiter is read where a step's open starts)
+        self.open_tie = False
+        self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -768,6 +772,14 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
         first run is also cut after that many items."""
         known = self.alts.get(alt.delim.path)
+        if "spaced" in alt.__dict__ or "written" in alt.__dict__:
+            # a delimiter's alternative with runs written as a space, or what is left of it
+            # after the held text: kept by its items (kept with it), cut as asked
+            key = ("variant pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())), cut)
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not alt.items:
+                hit = self.shared[key] = (alt.items, self._pieces(alt, fill, cut))
+            return hit[1]
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
             # a tag pattern's part (not a delimiter's alternative): kept by its items, which
             # tag_parts keeps per template (never cut)
@@ -832,7 +844,9 @@ class Builder:
                             self.empty.setdefault(text, _matches_empty(part))
                 run.clear()
 
-        items = alt.body()
+        items = alt.__dict__.get("written")
+        if items is None:
+            items = alt.body()
         i = 0
         while i < len(items):
             item = items[i]
@@ -1158,7 +1172,8 @@ def _written_items(items: list, path: str, keep_empty: bool = False) -> list[str
 def _looks_ahead(a: Alt) -> bool:
     """The alternative holds a lookahead (what follows it is decided by the next step, so
     the part it shares with a longer alternative can be a lexeme of its own)."""
-    return any(not isinstance(it[0], str) and it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) and it[1][0] == 1 for it in a.items)
+    return any(not isinstance(it[0], str) and (it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) and it[1][0] == 1
+               or it[0] is _sre.AT and it[1] is _sre.AT_END_STRING) for it in a.items)
 
 
 def _token_form(marker: str) -> bool:
@@ -1442,7 +1457,10 @@ def _walk(self: Builder, start: tuple) -> str:
             key = (m.start(), -(m.end() - m.start()), order)
             if best is None or key < best[0]:
                 best = (key, w, m)
-        return best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
+        ok = best is not None and best[1].delim.path == alt_delim.path and best[2].span() == (d0, d1)
+        # (another delimiter, or another span, found where the open starts: see _spaced_step)
+        self.open_tie = not ok and best is not None and best[2].start() == d0
+        return ok
 
     def quiet(s: str, frm: int) -> bool:
         return all(self.search(pat, s, frm) is None for _, pat in watches)
@@ -1467,6 +1485,7 @@ def _walk(self: Builder, start: tuple) -> str:
     bodies: dict[str, list[str]] = {}
 
     state, left = start[0], start[1]
+    held = start[3] if len(start) > 3 and state == free.index and left.endswith(start[3]) else ""
     used0 = {f.index for f in ir.fields if len(start) > 2 and f.name in start[2] and not f.repeats}
     key0 = ("start", 0, frozenset(used0))
     first = None
@@ -1505,12 +1524,25 @@ def _walk(self: Builder, start: tuple) -> str:
             ekey = (id(steps), L[max(0, base - reach):base], base == 0, L[base:],
                     None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried,
                     after, tuple(rest_items))
-        seen = outcomes.get(ekey) if ekey is not None else None
+        if held and prev == "start":
+            # the parser holds the prompt's last characters (functionary's ">>>", a
+            # delimiter they may begin): steps whose delimiter begins with them, written
+            # from where they end, and the other steps with text that, after them, makes
+            # no such delimiter
+            derived, held_ban, only = _held_steps(self, steps, held)
+            outs = _outcomes(self, derived, L[: len(L) - len(held)], check, open_ok, quiet, prev_ok, count, carried,
+                             after, rest_items, {})
+            if not only:
+                outs += _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items,
+                                  cuts, held_ban)
+            seen = ()
+        else:
+            seen = outcomes.get(ekey) if ekey is not None else None
         if seen is None:
             outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items, cuts)
             if ekey is not None:
                 outcomes[ekey] = (base, outs)
-        else:
+        elif seen:
             outs = _rebased(seen, base, L)
         for ident, got in outs:
             if got is None:
@@ -1561,18 +1593,35 @@ def _walk(self: Builder, start: tuple) -> str:
             continue
         good = [a for a in alts if not a.rpartition(" ")[2].startswith("n") or a.rpartition(" ")[2] in live]
         lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
-    for name, body in self.rules.items():
+    rules, terms = self.rules, self.terms
+    if self.pruned:
+        # only the rules and terms the nodes reach (a step tried several ways named more)
+        used_names: set[str] = set()
+        todo = [alt for line in lines[1:] for alt in [line.partition(": ")[2]]]
+        by_name = {k.partition("[")[0]: v for k, v in rules.items()}
+        while todo:
+            for ref in _REF.findall(todo.pop()):
+                if ref not in used_names:
+                    used_names.add(ref)
+                    if ref in by_name:
+                        todo.append(by_name[ref])
+        rules = {k: v for k, v in rules.items() if k.partition("[")[0] in used_names}
+        terms = {k: v for k, v in terms.items() if k in used_names}
+    for name, body in rules.items():
         lines.append(f"{name}: {body}")
-    for name, body in self.terms.items():
+    for name, body in terms.items():
         lines.append(f"{name}: {body}")
     return "\n".join(lines) + "\n"
+
+
+_REF = regex.compile(r"\b[rT]\d+\b")
 
 
 Builder.walk = _walk
 
 
 def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None, after: str, rest_items: list[str], cuts: dict) -> list[tuple[tuple, Any]]:
+              carried: str | None, after: str, rest_items: list[str], cuts: dict, held_ban: str = "") -> list[tuple[tuple, Any]]:
     """[(step identity, (items, next node) or None)] of a node's steps, in the order the
     grammar writes them: a step with and without text before it is one step whose text
     may be empty; an end with text and one without, two. ``after``, ``rest_items``: of
@@ -1580,13 +1629,17 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     results: dict[Any, dict[bool, Any]] = {}
     memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
     ban = self.zero_width_ban([st for st, _ in steps], L, check, open_ok, quiet, prev_ok, count, carried)
-    ban = "|".join(b for b in (ban, after) if b)
+    ban = "|".join(b for b in (ban, after, held_ban) if b)
     for st, ident in steps:
         if carried is not None and st.text:
             continue
         try:
+            self.open_failed = False
             got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
                                 rest_items=rest_items, cuts=cuts)
+            if got is None and self.open_failed and _ws_runs(st.open):
+                st, got = _spaced_step(self, st, L, check, open_ok, quiet, prev_ok, count, carried, memo, ban,
+                                       rest_items, cuts)
         except GrammarUnsupported as error:
             self.refused.append(error)
             got = None
@@ -1609,6 +1662,161 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             got = with_text[1] if with_text[1] is not None else without[1]
         outs.append((ident, got))
     return outs
+
+
+_ONE_CHAR = (_sre.LITERAL, _sre.NOT_LITERAL, _sre.ANY, _sre.IN)
+
+
+def _strip_held(items: list, held: str, path: str) -> list | None:
+    r"""The items of a delimiter's alternative left to write once the parser's match has
+    read ``held`` (literals and one-character items read one character each, a run of
+    one-character items as many as match, the rest of the run left: ``\s*<tool_call>``
+    after a held "
+" is ``\s*<tool_call>``); None when the alternative cannot begin with
+    ``held`` so (an item of more characters, a capture, a character that does not match)."""
+    out = list(items)
+    k = 0
+    while k < len(held):
+        if not out:
+            return None
+        item = out[0]
+        op = item[0]
+        if isinstance(op, str):
+            return None
+        if op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+            out.pop(0)  # (decided by the check on the whole text)
+        elif op in _ONE_CHAR:
+            if not _full(translate([item], path), held[k]):
+                return None
+            out.pop(0)
+            k += 1
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and len(item[1][2]) == 1 and item[1][2][0][0] in _ONE_CHAR:
+            lo, hi, sub = item[1]
+            piece = translate(sub, path)
+            n = 0
+            while k < len(held) and (hi == _sre.MAXREPEAT or n < hi) and _full(piece, held[k]):
+                n += 1
+                k += 1
+            if k < len(held) or (hi != _sre.MAXREPEAT and n >= hi):
+                if n < lo:
+                    return None
+                out.pop(0)
+            else:
+                out[0] = (op, (max(lo - n, 0), hi if hi == _sre.MAXREPEAT else hi - n, sub))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and item[1][0] == 0:
+            out.pop(0)  # (written empty)
+        else:
+            return None
+    while out and not isinstance(out[0][0], str) and out[0][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+        out.pop(0)
+    return out
+
+
+def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]:
+    """(the steps without text whose delimiter begins with ``held``, each with an
+    alternative that writes what is left of it; what text after ``held`` must not start
+    with: what is left of every such delimiter, its captures by their regex; whether one
+    of them is whole in ``held``, so that no other step can follow it)."""
+    derived, bans, only = [], [], False
+    made: dict[int, Any] = {}
+    for w in self.free.watches:
+        # every delimiter the state watches, the steps' or not (a call open when
+        # tool_choice="none": text after ">>>" must not be a call either)
+        for a in self.alts[w.delim.path]:
+            rest = _strip_held(a.body(), held, a.delim.path)
+            if rest is not None:
+                try:
+                    bans.append(translate(rest, a.delim.path))
+                except GrammarUnsupported:
+                    pass
+    for st, ident in steps:
+        a = st.open if st.open is not None else st.close
+        if st.text or a is None:
+            continue
+        alt = made.get(id(a))
+        if alt is None:
+            rest = _strip_held(a.body(), held, a.delim.path)
+            if rest is None:
+                made[id(a)] = False
+                continue
+            alt = made[id(a)] = dataclasses.replace(a, items=list(a.items))
+            alt.__dict__["written"] = rest
+            if not rest and not a.end and not any(
+                    not isinstance(it[0], str) and it[0] in (_sre.ASSERT, _sre.ASSERT_NOT) for it in a.items):
+                only = True
+        if alt is False:
+            continue
+        new = dataclasses.replace(st, open=alt) if st.open is not None else dataclasses.replace(st, close=alt)
+        derived.append((new, (st.kind, id(st.field), id(new.open), id(new.close), id(st.tool))))
+    ban = "|".join(dict.fromkeys(b for b in bans if b)) if not any(not b for b in bans) else "(?s:.*)"
+    return derived, ban, only
+
+
+def _ws_runs(a: Alt) -> tuple[int, ...]:
+    r"""The positions (in ``a.items``) of its top-level runs that may be empty and may hold a
+    space (``\s*``), cached per alternative."""
+    hit = a.__dict__.get("_ws_runs")
+    if hit is None:
+        hit = []
+        if a.__dict__.get("spaced") is None:
+            for i, it in enumerate(a.items):
+                if (not isinstance(it[0], str) and it[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and it[1][0] == 0
+                        and len(it[1][2]) == 1 and it[1][2][0][0] in _ONE_CHAR):
+                    try:
+                        if _full(translate(it[1][2], a.delim.path), " "):
+                            hit.append(i)
+                    except GrammarUnsupported:
+                        pass
+        hit = a.__dict__["_ws_runs"] = tuple(hit)
+    return hit
+
+
+def _spaced_alt(self: Builder, a: Alt, runs: tuple[int, ...]) -> Alt:
+    """``a`` with the runs at ``runs`` written as one space (kept per template)."""
+    key = ("spaced", a.delim.path, a.index, runs)
+    hit = self.shared.get(key)
+    if hit is None or hit[0] is not a:
+        items = [(_sre.LITERAL, 32) if i in runs else it for i, it in enumerate(a.items)]
+        alt = dataclasses.replace(a, items=items)
+        alt.__dict__["spaced"] = runs
+        alt.__dict__["base"] = a  # (its lazy cuts are the alternative's: the same items but the runs)
+        hit = self.shared[key] = (a, alt)
+    return hit[1]
+
+
+def _spaced_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
+                 carried: Any, memo: dict, ban: str, rest_items: Any, cuts: Any) -> tuple[Step, Any]:
+    r"""A step whose open the parser does not read with every ``\s*`` run written empty
+    (hyperclovax's ``<|im_end|>\s*<|im_start|>assistant\s*-> tool/function_call``: the
+    content's end close takes ``assistant->``, its negative lookahead names ``assistant ->``):
+    tried with every such run a space, then with as many of them as can be given back to
+    ``\s*``; the runs that must hold a space are written as one (a space, not a run)."""
+    runs = _ws_runs(st.open)
+
+    def attempt(spaced: tuple[int, ...]) -> tuple[Step, Any]:
+        new = dataclasses.replace(st, open=_spaced_alt(self, st.open, spaced))
+        return new, self.try_step(new, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
+                                  rest_items=rest_items, cuts=cuts)
+
+    self.pruned = True  # (the tries name rules and terms the grammar does not use)
+    key = ("spaced runs", st.open.delim.path, st.open.index)
+    hint = self.shared.get(key)
+    if hint is not None:
+        # the runs another node (or build) needed: tried first, kept if read here too
+        got = attempt(hint)
+        if got[1] is not None:
+            return got
+    best = attempt(runs)
+    if best[1] is None:
+        return st, None
+    keep = runs
+    for r in runs:
+        trial = tuple(x for x in keep if x != r)
+        got = attempt(trial)
+        if got[1] is not None:
+            keep, best = trial, got
+    self.shared[key] = keep
+    return best
 
 
 def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple | None:
@@ -1771,7 +1979,7 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
             continue
         if not pcs or pcs[0][0] not in ("re", "lx") or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
             continue
-        key = ("rep", a.delim.path, a.index, tuple(fill.items()))
+        key = ("rep", a.delim.path, a.index, tuple(fill.items()), a.__dict__.get("spaced"))
         rep = self.shared.get(key, self)
         if rep is self:
             rep = self.shared[key] = _rep(a.body(), fill)
@@ -1925,9 +2133,12 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         ok = known.get(("open",))
         if ok is None:
             ok = known[("open",)] = open_ok(s, len(L), d0, d1, f, st.open.delim)
+            known[("tie",)] = self.open_tie
         if not ok:
+            self.open_failed = known[("tie",)]
             return None
-        cut = (cuts or {}).get((id(st.open), st.tool["name"] if st.tool else None), 0) if st.text else 0
+        cut = (cuts or {}).get((id(st.open.__dict__.get("base", st.open)), st.tool["name"] if st.tool else None), 0) \
+            if st.text else 0
         open_items = known.get(("seq", lead, cut), known)
         if open_items is known:
             open_items = known[("seq", lead, cut)] = self.delim_seq(st.open, _fill(self, st), lead, cut)
@@ -1946,6 +2157,10 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
             items.append(self.term(self.text_term(self.close_excl(f), nonempty=True)) + "?")
         else:
             items += body_items
+            if f.content == "python-call-list":
+                # whitespace after the list, which the parser passes over (a model's newline
+                # before its end-of-turn token)
+                items.append(self.term("/[ \\t\\r\\n]+/") + "?")
         return items, None
     c = st.close
     r_close = c.rep
@@ -1989,7 +2204,7 @@ def _open_part(self: Builder, st: Step, s: str) -> list | None:
     checks and the open's items the node's steps share."""
     if st.open is not None:
         fill = _fill(self, st)
-        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()))
+        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()), st.open.__dict__.get("spaced"))
         r_open = self.shared.get(key, self)
         if r_open is self:
             r_open = self.shared[key] = _rep(st.open.body(), fill)

@@ -213,7 +213,10 @@ class CompiledTemplate:
             state = parser._state
             if parser._opened and state < len(parser.STATES) - 1:
                 used.add(parser._name)
-            start = (state, self.Parser.cut_prefix(prefix) if prefix else "", tuple(sorted(used)))
+            # the text the parser holds at the prompt's end (a delimiter it may begin, as
+            # functionary's ">>>"): the grammar's first step starts inside it
+            start = (state, self.Parser.cut_prefix(prefix) if prefix else "", tuple(sorted(used)),
+                     "".join([parser._held, *parser._more_blocks, *parser._more]))
         return cached_grammar(
             self.hash,
             self.template,

@@ -31,13 +31,7 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: Sample outputs the grammar does not accept yet (see docs/grammar.md, "What cannot be
 #: expressed"): the grammar is a subset of what the parser reads. The tests check that no
 #: other sample is rejected; a listed case that becomes accepted may be dropped.
-#: hyperclovax: ``<|im_end|>\n<|im_start|>assistant -> tool/function_call`` is a call only with
-#: the space before ``->`` that the content's end close's negative lookahead names; the
-#: grammar checks the call open's lead with every ``\s*`` written empty, which the parser
-#: reads as the end of the reply, so that form of the open is left out (the special-token
-#: grammar, whose markers split the open, accepts both samples).
 KNOWN_REJECTED: dict[str, set[str]] = {
-    'hyperclovax-seed-think-14b': {'content_before_call', 'force_reasoning'},
 }
 
 #: Samples whose calls break the tools' schema (an integer written as a string, "3", which
@@ -87,9 +81,7 @@ def _known(family: str) -> set[str]:
 
 
 #: Mutations a family's grammar does not reject yet, and why.
-KNOWN_MUTATION_GAPS = {
-    "functionary": "its prefix ends inside the call's open delimiter (>>>): the grammar starts after the prefix "
-                   "as in the free state, so a tool name right at the start is read as text, not checked",
+KNOWN_MUTATION_GAPS: dict[str, str] = {
 }
 
 #: Families whose grammar with special tokens fails yet, and why.
@@ -173,7 +165,7 @@ def built():
     return {}
 
 
-def _check_samples(family: str, cases=None) -> list[str]:
+def _check_samples(family: str, cases=None, counts: list | None = None) -> list[str]:
     if family in KNOWN_UNSUPPORTED:
         pytest.xfail(KNOWN_UNSUPPORTED[family])
     compiled = respc.load(family)
@@ -189,6 +181,8 @@ def _check_samples(family: str, cases=None) -> list[str]:
             texts.append(case["output"] + eot if not case["output"].endswith(eot) else case["output"][: -len(eot)])
         for text in texts:
             ok, where = _accepted(grammar, text, _complete(case))
+            if counts is not None:
+                counts.append((case["name"], ok))
             if not ok:
                 problems.append(f"{family}/{case['name']}: {where} (output {text!r})")
     return problems
@@ -266,12 +260,20 @@ def test_mutations_rejected(family):
         pytest.xfail(KNOWN_UNSUPPORTED[family])
     if family in KNOWN_MUTATION_GAPS:
         pytest.xfail(KNOWN_MUTATION_GAPS[family])
+    failures, _ = mutation_results(family)
+    assert not failures, "\n".join(failures)
+
+
+def mutation_results(family: str) -> tuple[list[str], int]:
+    """(the mutations accepted and the right outputs rejected, how many were checked)."""
     compiled = respc.load(family)
     sample, with_calls, without = _call_cases(family)
     tools = sample["tools"]
     failures = []
+    checked = [0]
 
     def expect_rejected(what, grammar, text):
+        checked[0] += 1
         if not _rejected(grammar, text):
             failures.append(f"{family}: {what} accepted: {text!r}")
 
@@ -321,7 +323,7 @@ def test_mutations_rejected(family):
                         _grammar(compiled, sample, case, tool_choice="required"), case["output"])
         if not _accepted(_grammar(compiled, sample, case, tool_choice="none"), case["output"], True)[0]:
             failures.append(f"{family}: a reply without a call rejected with tool_choice='none': {case['output']!r}")
-    assert not failures, "\n".join(failures)
+    return failures, checked[0]
 
 
 # --- random walks -------------------------------------------------------------------
@@ -361,7 +363,13 @@ def _validate(schema, value) -> str | None:
 
 
 def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "", special: bool = False) -> None:
-    """Seeded random walks through the family's grammars (every tool choice) parse: no
+    failures, parsed, _ = walk_results(family, prefix, rounds, seed, special)
+    assert not failures, "\n".join(failures[:10])
+    assert parsed > 0, f"{family}: no random walk ended within the bound"
+
+
+def walk_results(family: str, prefix: str, rounds: int = 6, seed: str = "", special: bool = False) -> tuple[list, int, int]:
+    """(failures, walks parsed, walks that ended within the bound) of seeded random walks through the family's grammars (every tool choice) parse: no
     malformed region, known tools, arguments valid for their schema, the call count the
     options allow, a second parse equal (``special``: over a vocabulary whose markers are
     special tokens)."""
@@ -371,7 +379,7 @@ def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "", spec
     schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
     rng = random.Random(f"grammar-{family}{seed}")
     tokenizer, lltok = _special_tokenizer(_markers(family)) if special else (None, None)
-    failures, parsed = [], 0
+    failures, parsed, ended = [], 0, 0
     for choice, parallel in (("auto", True), ("required", True), ("required", False), ("none", True)):
         grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice, parallel_tool_calls=parallel,
                                    special_tokens=tokenizer)
@@ -383,6 +391,8 @@ def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "", spec
                 text = None if data is None else data.decode("utf-8", errors="strict")
             if text is None:
                 continue
+            ended += 1
+            before = len(failures)
             case = f"{family} tool_choice={choice} parallel={parallel}: {text!r}"
             message, errors = compiled.parse(text, prefix=prefix, tools=tools, on_malformed="collect")
             if errors:
@@ -406,9 +416,8 @@ def _walks_parse(family: str, prefix: str, rounds: int = 6, seed: str = "", spec
             again = compiled.parse(text, prefix=prefix, tools=tools)
             if again != message:
                 failures.append(f"{case}: a second parse differs")
-            parsed += 1
-    assert not failures, "\n".join(failures[:10])
-    assert parsed > 0, f"{family}: no random walk ended within the bound"
+            parsed += len(failures) == before
+    return failures, parsed, ended
 
 
 @pytest.mark.slow
@@ -417,8 +426,13 @@ def test_random_walks_parse(family):
     needs("jsonschema")
     if family in KNOWN_UNSUPPORTED:
         pytest.xfail(KNOWN_UNSUPPORTED[family])
+    _walks_parse(family, walk_prefix(family))
+
+
+def walk_prefix(family: str) -> str:
+    """The prefix a family's random walks start from: its first call sample's."""
     sample = _sample(family)
-    _walks_parse(family, next((c["prefix"] for c in sample["cases"] if _calls(c)), sample["cases"][0]["prefix"]))
+    return next((c["prefix"] for c in sample["cases"] if _calls(c)), sample["cases"][0]["prefix"])
 
 
 #: Samples whose prefix leaves the grammar in another start state than the family's first
