@@ -201,6 +201,34 @@ _HANDOFF: contextvars.ContextVar[Any] = contextvars.ContextVar("respc_sglang_han
 #: ``json.dumps(value, ensure_ascii=False)``, its encoder made once (json makes one per call
 #: with any argument)
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+#: the same through json's C encoder, made once (``JSONEncoder.encode`` makes one per call;
+#: without its check for circular references: what it writes here is decoded JSON)
+_C_ENCODER = (
+    json.encoder.c_make_encoder(
+        None, _ENCODE.__self__.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+#: reads one JSON value at an index, as ``json.loads`` reads it (its C scanner, without the
+#: Python-level wrapper)
+_SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _canonical_value(text: str) -> Any:
+    """The value of ``text`` when ``text`` is exactly ``json.dumps(value,
+    ensure_ascii=False)`` of what ``json.loads`` reads of it, else ``_NOT_CANONICAL``."""
+    try:
+        value, end = _SCAN_ONCE(text, 0)
+    except (StopIteration, ValueError):  # (text with whitespace around it is not canonical)
+        return _NOT_CANONICAL
+    if end != len(text):
+        return _NOT_CANONICAL
+    encoded = "".join(_C_ENCODER(value, 0)) if _C_ENCODER is not None else _ENCODE(value)
+    return value if encoded == text else _NOT_CANONICAL
+
+
+_NOT_CANONICAL = object()
 
 #: a chunk's calls when it has none (never changed: SGLang's wrappers copy what they keep)
 _NO_CALLS: list = []
@@ -377,9 +405,26 @@ def _tool_names(tools: Any) -> set[str]:
     return names
 
 
+#: SGLANG_FORWARD_UNKNOWN_TOOLS read through SGLang, by the variable's raw value (SGLang's
+#: reading is a function of it: os.getenv, then its parse): SGLang's ``envs`` lookup costs
+#: more than the rest of a short output's tool detector
+_FORWARD: dict[str | None, bool] = {}
+
+
 def _forward_unknown() -> bool:
     """SGLang's ``SGLANG_FORWARD_UNKNOWN_TOOLS`` (its detectors drop a call to a tool the
     request does not declare unless it is set)."""
+    raw = os.environ.get("SGLANG_FORWARD_UNKNOWN_TOOLS")
+    found = _FORWARD.get(raw)
+    if found is None:
+        found = _read_forward_unknown()
+        if len(_FORWARD) > 16:
+            _FORWARD.clear()
+        _FORWARD[raw] = found
+    return found
+
+
+def _read_forward_unknown() -> bool:
     try:
         from sglang.srt.environ import envs
 
@@ -762,13 +807,8 @@ def _make_classes() -> tuple[type, type]:
             for index, parts in enumerate(self._pieces):
                 text = self.streamed_args_for_tool[index] = "".join(parts)
                 call = self.prev_tool_call_arr[index]
-                call["arguments"] = text
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    continue
-                if _ENCODE(value) == text:
-                    call["arguments"] = value
+                value = _canonical_value(text)
+                call["arguments"] = text if value is _NOT_CANONICAL else value
 
         def finish(self, tools: Any):
             return self._step("", True)
