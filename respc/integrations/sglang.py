@@ -488,9 +488,10 @@ def _make_classes() -> tuple[type, type]:
             self._prefix = prefix or ""
             self._tools = stream_tools(tools)  # (names and parameters: what types arguments)
             self._force_nonempty_content = force_nonempty_content
-            # the stream's parser, made with the detector (SGLang makes one per choice)
-            self._parser = DeltaParser(compiled, prefix=self._prefix, tools=self._tools, on_malformed="event")
-            self._feed = self._parser.feed
+            # the stream's parser, made at the first chunk (SGLang makes a detector per choice,
+            # for a request that does not stream too, which only calls detect_and_parse)
+            self._parser: Any = None
+            self._feed: Any = None  # its feed, once made
             self._done = False
             self._held_reasoning: list[str] = []
             # what the last parse read, for the respc tool detector SGLang calls next
@@ -499,6 +500,16 @@ def _make_classes() -> tuple[type, type]:
             self._taken = True
             self._claimed = False  # a tool detector paired with this one: no hand-over var
             self._out = _ReasoningChunk("", "")  # the chunk's result (see _ReasoningChunk)
+
+        def _stream_parser(self) -> DeltaParser:
+            """The stream's DeltaParser, made when the stream needs it first."""
+            parser = self._parser
+            if parser is None:
+                parser = self._parser = DeltaParser(
+                    self.compiled, prefix=self._prefix, tools=self._tools, on_malformed="event"
+                )
+                self._feed = parser.feed
+            return parser
 
         # what the server asks of the response-template kind
         def get_think_end_token_ids(self, tokenizer: Any) -> list[int]:
@@ -555,7 +566,8 @@ def _make_classes() -> tuple[type, type]:
             if self._done or not new_text:
                 deltas = None
             else:
-                deltas = self._feed(new_text)
+                feed = self._feed
+                deltas = (feed if feed is not None else self._stream_parser().feed)(new_text)
             if not deltas:
                 self._normal = ""
                 self._calls = _NO_CALLS
@@ -595,7 +607,7 @@ def _make_classes() -> tuple[type, type]:
                 self._hand_over("", _NO_CALLS, add=True)
                 return _EMPTY_REASONING
             self._done = True
-            reasoning, content, calls = _split(self._parser.finish()[0])
+            reasoning, content, calls = _split(self._stream_parser().finish()[0])
             if not self.stream_reasoning:
                 reasoning, self._held_reasoning = "".join(self._held_reasoning) + reasoning, []
                 self.stream_reasoning = True
