@@ -15,7 +15,8 @@ parsers), in the same 4-character chunks:
   parse included); the target is respc's plugin at least 5x below the engine's own parser;
   beside it respc's ``DeltaParser`` alone on the same chunks (what the plugin wraps), and
   **setup**: µs to make the pair for one request (respc's reasoning detector makes its
-  ``DeltaParser`` then, so the per-chunk figure leaves that out as it leaves out SGLang's);
+  ``DeltaParser`` at the first chunk, so the per-chunk figure holds that, and the setup
+  is what a request that does not stream costs before its ``detect_and_parse``);
 * **one-shot**: µs per output of the engine's ``detect_and_parse`` (reasoning, then tool
   calls) against respc's whole parse with ``respc.openai.to_message`` (the OpenAI message
   the plugin hands SGLang) and against the plugin's own ``detect_and_parse`` pair; the
@@ -131,7 +132,8 @@ def run_stream(names, tok, prefix, tools, chunks) -> float:
 
 def run_setup(names, tok, prefix, tools) -> float:
     """Seconds to make the pair for one request (what ``run_stream`` leaves out): SGLang's
-    wrappers and detectors; respc's reasoning detector makes its ``DeltaParser`` here."""
+    wrappers and detectors (respc's reasoning detector makes its ``DeltaParser`` at the
+    stream's first chunk, not here)."""
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 

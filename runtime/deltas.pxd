@@ -25,6 +25,8 @@ cdef bint _plain_string(str text)
 @cython.locals(size=Py_ssize_t, chars=list, x=double)
 cpdef str new_id(rng)
 
+cpdef str unseeded_id()
+
 cpdef str seeded_id(seed, Py_ssize_t index)
 
 cpdef str _dumps(value)

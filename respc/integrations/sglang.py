@@ -201,6 +201,34 @@ _HANDOFF: contextvars.ContextVar[Any] = contextvars.ContextVar("respc_sglang_han
 #: ``json.dumps(value, ensure_ascii=False)``, its encoder made once (json makes one per call
 #: with any argument)
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+#: the same through json's C encoder, made once (``JSONEncoder.encode`` makes one per call;
+#: without its check for circular references: what it writes here is decoded JSON)
+_C_ENCODER = (
+    json.encoder.c_make_encoder(
+        None, _ENCODE.__self__.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+#: reads one JSON value at an index, as ``json.loads`` reads it (its C scanner, without the
+#: Python-level wrapper)
+_SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _canonical_value(text: str) -> Any:
+    """The value of ``text`` when ``text`` is exactly ``json.dumps(value,
+    ensure_ascii=False)`` of what ``json.loads`` reads of it, else ``_NOT_CANONICAL``."""
+    try:
+        value, end = _SCAN_ONCE(text, 0)
+    except (StopIteration, ValueError):  # (text with whitespace around it is not canonical)
+        return _NOT_CANONICAL
+    if end != len(text):
+        return _NOT_CANONICAL
+    encoded = "".join(_C_ENCODER(value, 0)) if _C_ENCODER is not None else _ENCODE(value)
+    return value if encoded == text else _NOT_CANONICAL
+
+
+_NOT_CANONICAL = object()
 
 #: a chunk's calls when it has none (never changed: SGLang's wrappers copy what they keep)
 _NO_CALLS: list = []
@@ -377,9 +405,26 @@ def _tool_names(tools: Any) -> set[str]:
     return names
 
 
+#: SGLANG_FORWARD_UNKNOWN_TOOLS read through SGLang, by the variable's raw value (SGLang's
+#: reading is a function of it: os.getenv, then its parse): SGLang's ``envs`` lookup costs
+#: more than the rest of a short output's tool detector
+_FORWARD: dict[str | None, bool] = {}
+
+
 def _forward_unknown() -> bool:
     """SGLang's ``SGLANG_FORWARD_UNKNOWN_TOOLS`` (its detectors drop a call to a tool the
     request does not declare unless it is set)."""
+    raw = os.environ.get("SGLANG_FORWARD_UNKNOWN_TOOLS")
+    found = _FORWARD.get(raw)
+    if found is None:
+        found = _read_forward_unknown()
+        if len(_FORWARD) > 16:
+            _FORWARD.clear()
+        _FORWARD[raw] = found
+    return found
+
+
+def _read_forward_unknown() -> bool:
     try:
         from sglang.srt.environ import envs
 
@@ -443,9 +488,10 @@ def _make_classes() -> tuple[type, type]:
             self._prefix = prefix or ""
             self._tools = stream_tools(tools)  # (names and parameters: what types arguments)
             self._force_nonempty_content = force_nonempty_content
-            # the stream's parser, made with the detector (SGLang makes one per choice)
-            self._parser = DeltaParser(compiled, prefix=self._prefix, tools=self._tools, on_malformed="event")
-            self._feed = self._parser.feed
+            # the stream's parser, made at the first chunk (SGLang makes a detector per choice,
+            # for a request that does not stream too, which only calls detect_and_parse)
+            self._parser: Any = None
+            self._feed: Any = None  # its feed, once made
             self._done = False
             self._held_reasoning: list[str] = []
             # what the last parse read, for the respc tool detector SGLang calls next
@@ -454,6 +500,16 @@ def _make_classes() -> tuple[type, type]:
             self._taken = True
             self._claimed = False  # a tool detector paired with this one: no hand-over var
             self._out = _ReasoningChunk("", "")  # the chunk's result (see _ReasoningChunk)
+
+        def _stream_parser(self) -> DeltaParser:
+            """The stream's DeltaParser, made when the stream needs it first."""
+            parser = self._parser
+            if parser is None:
+                parser = self._parser = DeltaParser(
+                    self.compiled, prefix=self._prefix, tools=self._tools, on_malformed="event"
+                )
+                self._feed = parser.feed
+            return parser
 
         # what the server asks of the response-template kind
         def get_think_end_token_ids(self, tokenizer: Any) -> list[int]:
@@ -510,7 +566,8 @@ def _make_classes() -> tuple[type, type]:
             if self._done or not new_text:
                 deltas = None
             else:
-                deltas = self._feed(new_text)
+                feed = self._feed
+                deltas = (feed if feed is not None else self._stream_parser().feed)(new_text)
             if not deltas:
                 self._normal = ""
                 self._calls = _NO_CALLS
@@ -550,7 +607,7 @@ def _make_classes() -> tuple[type, type]:
                 self._hand_over("", _NO_CALLS, add=True)
                 return _EMPTY_REASONING
             self._done = True
-            reasoning, content, calls = _split(self._parser.finish()[0])
+            reasoning, content, calls = _split(self._stream_parser().finish()[0])
             if not self.stream_reasoning:
                 reasoning, self._held_reasoning = "".join(self._held_reasoning) + reasoning, []
                 self.stream_reasoning = True
@@ -762,13 +819,8 @@ def _make_classes() -> tuple[type, type]:
             for index, parts in enumerate(self._pieces):
                 text = self.streamed_args_for_tool[index] = "".join(parts)
                 call = self.prev_tool_call_arr[index]
-                call["arguments"] = text
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    continue
-                if _ENCODE(value) == text:
-                    call["arguments"] = value
+                value = _canonical_value(text)
+                call["arguments"] = text if value is _NOT_CANONICAL else value
 
         def finish(self, tools: Any):
             return self._step("", True)
