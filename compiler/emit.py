@@ -27,6 +27,7 @@ from .regexinfo import (
     lead,
     may_backtrack,
     regex_only,
+    run_holds,
     run_splits,
     skips_ahead,
     tail_splits,
@@ -804,13 +805,26 @@ def _pending_entry(state: State, regex_names: dict) -> str | None:
 def _run_holds(state: State, regex_names: dict, regexes: list[dict]) -> str:
     """Source of the state's ``runs`` (see runtime/scan.py's State): for each watched regex
     delimiter ``HEAD C+ F...`` (regexinfo.run_splits), the regexes that tell a held match
-    inside its run of ``C``, compiled at module level."""
+    inside its run of ``C``, and for each class it repeats read way by way
+    (regexinfo.run_holds), ``(RUN, ALIVE, STOPS)``; compiled at module level."""
     entries = []
+
+    def named(name: str, source: str, what: str) -> str:
+        # one module-level regex per source (ways of a pattern share what follows a stop)
+        for r in regexes:
+            if r["pattern"] == source and "_HOLD_" in r["name"]:
+                return r["name"]
+        regexes.append({"name": name, "pattern": source, "path": comment_text(d.path) + f" (run hold: {what})"})
+        return name
+
     for w in state.watches:
         d = w.delim
-        if d.kind != "regex" or regex_names[d.pattern].endswith(BOUNDED):
+        if d.kind != "regex":
             continue
-        for number, (head, run_class, stop, rest) in enumerate(run_splits(d.pattern)):
+        # (a delimiter matched under the time bound gives no run split, whose regexes are
+        # matched without it; a run hold's are each checked instead)
+        bounded = regex_names[d.pattern].endswith(BOUNDED)
+        for number, (head, run_class, stop, rest) in enumerate([] if bounded else run_splits(d.pattern)):
             names = []
             for suffix, source in (
                 ("ALIVE", f"(?:{head}){run_class}*"),
@@ -824,6 +838,18 @@ def _run_holds(state: State, regex_names: dict, regexes: list[dict]) -> str:
                     regexes.append({"name": name, "pattern": source, "path": comment_text(d.path) + note})
                 names.append(name)
             entries.append(f"({', '.join(names)}, {literal(stop)})")
+        for number, (run_class, alive, stops) in enumerate(run_holds(d.pattern)):
+            # (regexinfo.run_holds: a run of the class read way by way, any start)
+            if any(may_backtrack(source) for source in [alive] + [rest for pairs in stops for _, rest in pairs]):
+                continue
+            base = f"{regex_names[d.pattern]}_HOLD_{number}"
+            run_name = named(f"{base}_RUN", f"{run_class}+", "run")
+            alive_name = named(f"{base}_ALIVE", alive, "alive")
+            ways = []
+            for way, pairs in enumerate(stops):
+                rests = [f"({literal(stop)}, {named(f'{base}_REST_{way}_{k}', rest, 'rest')})" for k, (stop, rest) in enumerate(pairs)]
+                ways.append("(" + "".join(r + ", " for r in rests) + ")")
+            entries.append(f"({run_name}, {alive_name}, ({''.join(w + ', ' for w in ways)}))")
     return "(" + "".join(e + ", " for e in entries) + ")" if entries else "()"
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "leans_on_end",
     "lookback",
     "may_backtrack",
+    "run_holds",
     "run_splits",
     "skips_ahead",
     "tail_split",
@@ -1972,6 +1973,320 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+# --- a held match inside a run, read way by way -----------------------------------------
+#: at most this many ways (top-level alternatives, groups of alternatives and optional groups
+#: with a run inside, each way of each) a pattern is read as (run_holds)
+_MAX_WAYS = 16
+#: at most this many stop characters of one way are tried (run_holds: _stops)
+_MAX_STOPS = 4
+_QUANTIFIER = regex.compile(r"(?:[*+?]|\{\d*(?:,\d*)?\})[?+]?")
+_BACK_REFERENCE = regex.compile(r"(?<!\\)((?:\\\\)*)(?:\(\?P=\w+\)|\\[1-9][0-9]*)")
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One item of a sequence: a literal character (``char``), one character of a class
+    (``one``: ``[^"]``, ``\\w``, ``.``), a group (``inner`` its text, ``opener`` ``(?:``,
+    ``(?P<n>`` or ``(``), a lookaround (``opener`` ``(?=``, ``(?!``, ``(?<=`` or ``(?<!``),
+    an anchor, a back reference; ``body`` its text less the quantifier ``quant``."""
+
+    kind: str
+    body: str
+    quant: str = ""
+    char: str = ""
+    opener: str = ""
+    inner: str = ""
+
+    @property
+    def source(self) -> str:
+        return self.body + self.quant
+
+    @property
+    def unbounded(self) -> bool:
+        return self.quant[:1] in ("*", "+") or regex.fullmatch(r"\{\d*,\}[?+]?", self.quant) is not None
+
+
+def _items(seq: str) -> list[_Item]:
+    """The items of ``seq``, a pattern with no top-level ``|``."""
+    items = []
+    i, n = 0, len(seq)
+    while i < n:
+        c = seq[i]
+        start = i
+        char = opener = inner = ""
+        if c == "\\":
+            e = seq[i + 1 : i + 2]
+            if e and e in "AZzbBG":
+                kind, i = "anchor", i + 2
+            elif e and e in "dDwWsS":
+                kind, i = "one", i + 2
+            elif e.isdigit():
+                kind, i = "ref", i + 2
+                while i < n and seq[i].isdigit():
+                    i += 1
+            else:
+                kind = "char"
+                char, i = _escape(seq, i)
+        elif c == "[":
+            j = i + 1
+            if seq.startswith("^", j):
+                j += 1
+            if seq.startswith("]", j):
+                j += 1
+            while seq[j] != "]":
+                j += 2 if seq[j] == "\\" else 1
+            kind, i = "one", j + 1
+        elif c == "(":
+            close = _group_end(seq, i)
+            if seq.startswith("(?P=", i):
+                kind = "ref"
+            elif seq.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+                kind = "look"
+                opener = seq[i : i + (4 if seq.startswith("(?<", i) else 3)]
+                inner = seq[i + len(opener) : close]
+            elif seq.startswith("(?:", i):
+                kind, opener, inner = "group", "(?:", seq[i + 3 : close]
+            elif seq.startswith("(?P<", i):
+                at = seq.index(">", i) + 1
+                kind, opener, inner = "group", seq[i:at], seq[at:close]
+            elif seq.startswith("(?", i):
+                raise _Unknown(seq)  # atomic groups, inline flags, conditionals, ...
+            else:
+                kind, opener, inner = "group", "(", seq[i + 1 : close]
+            i = close + 1
+        elif c == ".":
+            kind, i = "one", i + 1
+        elif c in "^$":
+            kind, i = "anchor", i + 1
+        elif c in "|)*+?{":
+            raise _Unknown(seq)
+        else:
+            kind, char, i = "char", c, i + 1
+        body = seq[start:i]
+        q = _QUANTIFIER.match(seq, i)
+        quant = q.group() if q else ""
+        i += len(quant)
+        items.append(_Item(kind, body, quant, char, opener, inner))
+    return items
+
+
+def _is_run(item: _Item) -> bool:
+    """``item`` repeats one character of a class without bound (greedy or lazy, not possessive)."""
+    return item.kind == "one" and item.unbounded and not (len(item.quant) > 1 and item.quant.endswith("+"))
+
+
+def _has_run(pattern: str) -> bool:
+    """Some item of ``pattern`` (in a group too, not in a lookaround) is an unbounded repeat."""
+    for branch in _split_alternatives(pattern):
+        for item in _items(branch):
+            if item.unbounded or (item.kind == "group" and _has_run(item.inner)):
+                return True
+    return False
+
+
+def _ways(pattern: str) -> list[list[_Item]]:
+    """``pattern`` as the sequences of items its matches go through, one per way: its
+    top-level alternatives, and within each the ways of each group that has a run inside
+    (or a single alternative: a group is its inner items), an optional one with and
+    without it. Any other group is one item. A positive lookahead that ends a way is read
+    as part of its body (a match that needs the lookahead's text to be complete, or
+    partial where that text is: the same existence of complete and partial matches)."""
+    ways = []
+    for branch in _split_alternatives(pattern):
+        for way in _sequence_ways(branch):
+            ways += _lookahead_read(way)
+        if len(ways) > _MAX_WAYS:
+            raise _Unknown(pattern)
+    return ways
+
+
+def _sequence_ways(seq: str) -> list[list[_Item]]:
+    ways: list[list[_Item]] = [[]]
+    for item in _items(seq):
+        options: list[list[_Item]] = [[item]]
+        if item.kind == "group" and item.quant in ("", "?", "??"):
+            single = len(_split_alternatives(item.inner)) == 1
+            if (single and not item.quant) or _has_run(item.inner):
+                options = _ways(item.inner) + ([[]] if item.quant else [])
+        ways = [way + option for way in ways for option in options]
+        if len(ways) > _MAX_WAYS:
+            raise _Unknown(seq)
+    return ways
+
+
+def _lookahead_read(way: list[_Item]) -> list[list[_Item]]:
+    if way and way[-1].kind == "look" and way[-1].opener == "(?=" and not way[-1].quant:
+        return [way[:-1] + body for body in _ways(way[-1].inner)]
+    return [way]
+
+
+def _source(items: list[_Item]) -> str:
+    return "".join(item.source for item in items)
+
+
+def _ahead(head: str) -> int | None:
+    """How far past its own match a match of ``head`` may read (its lookaheads' widths; 1
+    for a word boundary), or None: unbounded, an end anchor, a back reference (what it
+    matches is not the head's own)."""
+    parsed = _sre_tree(head)
+    if parsed is None or _BACK_REFERENCE.search(head):
+        return None
+    tree, sre = parsed
+    most = 0
+
+    def walk(items) -> None:
+        nonlocal most
+        for op, arg in items:
+            if op is sre.AT:
+                if arg in (sre.AT_END, sre.AT_END_STRING, getattr(sre, "AT_END_LINE", None)):
+                    raise _Unknown(head)
+                if arg in (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY, getattr(sre, "AT_UNI_BOUNDARY", None)):
+                    most = max(most, 1)
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                direction, body = arg
+                if direction == 1:
+                    width = body.getwidth()[1]
+                    if width >= sre.MAXREPEAT:
+                        raise _Unknown(head)
+                    most = max(most, width)
+                walk(body)
+            elif op is sre.SUBPATTERN:
+                walk(arg[-1])
+            elif op is sre.BRANCH:
+                for alt in arg[1]:
+                    walk(alt)
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)):
+                walk(arg[2])
+            elif op is getattr(sre, "ATOMIC_GROUP", None):
+                walk(arg)
+            elif op in (sre.GROUPREF, getattr(sre, "GROUPREF_EXISTS", None)):
+                raise _Unknown(head)
+
+    try:
+        walk(tree)
+    except _Unknown:
+        return None
+    return most
+
+
+def _stops(way: list[_Item], run: Any) -> tuple[tuple[str, str], ...]:
+    """``(F, REST)`` for some characters ``F`` of ``way`` that every match of it takes (a
+    literal item, not repeated) and ``run`` does not match, ``REST`` what the way goes on
+    with after ``F`` (a back reference read as any text: a superset of what it matches):
+    the last one, and the first one after each unbounded repeat (where a held text's run
+    may be; its ``REST`` is the most telling one past it), latest first, at most
+    _MAX_STOPS of them."""
+    stops = [k for k, item in enumerate(way) if item.kind == "char" and not item.quant and run.fullmatch(item.char) is None]
+    if not stops:
+        return ()
+    chosen = [stops[-1]]
+    for k in range(len(way) - 1, -1, -1):
+        if way[k].unbounded:
+            after = next((j for j in stops if j > k), None)
+            if after is not None and after not in chosen:
+                chosen.append(after)
+    chosen = sorted(chosen, reverse=True)[:_MAX_STOPS]
+    return tuple(
+        (way[k].char, _BACK_REFERENCE.sub(lambda m: m.group(1) + "(?:[\\s\\S]*)", _source(way[k + 1 :]))) for k in chosen
+    )
+
+
+def run_holds(pattern: str) -> list[tuple[str, str, tuple[tuple[tuple[str, str], ...], ...]]]:
+    r"""``(C, ALIVE, STOPS)`` for each class ``C`` some way of matching ``pattern`` repeats
+    without bound (:func:`_ways`: each top-level alternative, each way through a group that
+    has a run inside or an optional one, a trailing lookahead read as text), when every way
+    takes some character ``C`` does not. ``ALIVE`` is ``(?:H1|...|Hk)C{w,}``, ``Hi`` what a
+    way matches before a run of ``C`` (no back reference or end anchor in it; ``w``: how
+    far a lookahead in one reads past it); ``STOPS`` holds, for each way, ``(F, REST)``
+    pairs: a character ``F`` out of ``C`` that every match of the way takes, and the
+    pattern the way goes on with after it (see :func:`_stops`).
+
+    A held text ``T`` (from where the scan holds to the end of the text, which is in ``C``)
+    that ``ALIVE`` matches whole, and where for every way some ``(F, REST)`` has no ``F``
+    in ``T`` with ``REST`` matching (partially or not) right after it, holds a partial
+    match from its start that stays one while only characters of ``C`` follow, and no
+    match can complete anywhere in it meanwhile: a way of matching from any start either
+    has not taken its ``F`` (which cannot come from the run) or has, in ``T``, and cannot go
+    on. So the scan would hold all of it again (runtime/base.py holds it without
+    rescanning: _run_lasts). Conservative: ``[]`` for what it does not read (regex-module
+    syntax, atomic groups, inline flags, more than _MAX_WAYS ways)."""
+    if regex_only(pattern):
+        return []
+    try:
+        ways = _ways(pattern)
+    except (_Unknown, IndexError, ValueError):
+        return []
+    classes = []
+    for way in ways:
+        for item in way:
+            if _is_run(item) and item.body not in classes:
+                classes.append(item.body)
+    found = []
+    for cls in classes:
+        try:
+            run = regex.compile(cls, regex.DOTALL)
+        except regex.error:
+            continue
+        # a way every character it must take of which the class takes: the run held is of
+        # the class less the last of them (mistral's close, ``\s*\}`` after an optional id
+        # ``"[^"]*"``: a run of ``[^"]`` less ``}``)
+        left_out = []
+        for way in ways:
+            required = [item.char for item in way if item.kind == "char" and not item.quant]
+            if all(run.fullmatch(c) is not None for c in required):
+                if not required:
+                    break
+                if required[-1] not in left_out:
+                    left_out.append(required[-1])
+        else:
+            held = cls
+            if left_out:
+                held = "(?:(?![" + "".join(regex.escape(c) for c in left_out) + "])" + cls + ")"
+                run = regex.compile(held, regex.DOTALL)
+            hold = _run_hold(ways, cls, held, run)
+            if hold is not None:
+                found.append(hold)
+    return found
+
+
+def _run_hold(ways: list[list[_Item]], cls: str, held: str, run: Any) -> tuple | None:
+    """:func:`run_holds`' entry for the runs of class ``cls`` (``held``, ``run``: the class
+    a held run may take, its source and regex), or None."""
+    heads: list[str] = []
+    ahead = 0
+    for way in ways:
+        for k, item in enumerate(way):
+            if item.body != cls or not _is_run(item):
+                continue
+            if not any(x.kind == "char" and not x.quant and run.fullmatch(x.char) is None for x in way[k + 1 :]):
+                continue  # no stop after the run: a text held in it went through them all
+            head = _source(way[:k])
+            reads = _ahead(head) if head else 0
+            if reads is not None and head not in heads:
+                heads.append(head)
+                ahead = max(ahead, reads)
+    if not heads:
+        return None
+    stops = []
+    for way in ways:
+        pairs = _stops(way, run)
+        if not pairs:
+            return None
+        if pairs not in stops:
+            stops.append(pairs)
+    # a way whose stops hold another way's is told by that way's check: one of those clears it
+    stops = [
+        p for k, p in enumerate(stops) if not any(set(q) < set(p) or (set(q) == set(p) and j < k) for j, q in enumerate(stops))
+    ]
+    alive = "(?:" + "|".join(heads) + ")" + held + ("*" if not ahead else "{%d,}" % ahead)
+    try:
+        for source in [alive] + [rest for pairs in stops for _, rest in pairs]:
+            regex.compile(source, regex.DOTALL)
+    except regex.error:
+        return None
+    return held, alive, tuple(stops)
+
+
 # --- a delimiter that runs to the end of the text -------------------------------------
 #: spellings of "any characters, as many as there are" (greedy or possessive) at the end of
 #: a pattern; ``.`` matches every character since templates are compiled with DOTALL. A lazy
@@ -1988,9 +2303,10 @@ _HEAD_UNSAFE = _LOOKS_AROUND + ("(?P<", "^", "$", "\\z")
 def tail_split(pattern: str) -> str | None:
     r"""``HEAD`` when ``pattern`` is ``HEAD`` followed by a match of everything to the end of
     the text (``[\s\S]*``, ``(?s:.*)``, or ``.*``, DOTALL as templates are compiled; see
-    _TAILS), at the top level, and ``HEAD`` cannot look past its own match: no top-level
-    alternatives, lookarounds, anchors, word boundaries, back references or named groups, and
-    it cannot match empty. None otherwise.
+    _TAILS), at the top level, and ``HEAD`` cannot look past its own match but through
+    negative lookaheads that :func:`tail_splits` checks (_lookahead_probes): no top-level
+    alternatives, other lookarounds, anchors, word boundaries, back references or named
+    groups, and it cannot match empty. None otherwise.
 
     Once ``HEAD`` has matched (completely) at some position, ``pattern`` matches from there
     to the end of the text however the text goes on, and its match has no captures: a held
@@ -2004,7 +2320,7 @@ def tail_split(pattern: str) -> str | None:
             continue
         head = pattern[: -len(tail)]
         backslashes = len(head) - len(head.rstrip("\\"))
-        if backslashes % 2 or any(token in head for token in _HEAD_UNSAFE):
+        if backslashes % 2 or _lookahead_probes(head) is None:
             return None
         if regex.search(r"(?<!\\)(?:\\\\)*\\[1-9]", head) or not _balanced(head):
             return None
@@ -2025,6 +2341,32 @@ def tail_split(pattern: str) -> str | None:
     return None
 
 
+def _lookahead_probes(head: str) -> list[str] | None:
+    r"""For a tail hold's ``head`` that looks past its match only through negative lookaheads
+    ``(?!Y)`` (``Y`` without lookarounds, anchors or back references: gigachat3's content
+    close, ``<\|message_sep\|>(?!\s*function call)``), ``head`` with each one in turn made
+    positive, ``(?=Y)``: where none of those matches at a held match's start, even
+    partially, no ``Y`` there is complete or still being written, so each lookahead comes
+    out as it does now however the text goes on. ``[]`` for a head with no lookaround;
+    None for one :func:`tail_split` does not read (other lookarounds, anchors, ...)."""
+    probes = []
+    for i, c, _ in _structure(head):
+        if c == "(" and head.startswith("(?!", i):
+            try:
+                body = head[i + 3 : _group_end(head, i)]
+            except _Unknown:
+                return None
+            if any(token in body for token in _HEAD_UNSAFE) or _BACK_REFERENCE.search(body):
+                return None
+            probes.append(head[:i] + "(?=" + head[i + 3 :])
+    rest = head
+    for probe in probes:
+        rest = rest.replace("(?!", "(?:", 1)
+    if any(token in rest for token in _HEAD_UNSAFE):
+        return None
+    return probes
+
+
 def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     r"""``(HEAD, BEFORE)`` for each way a match of ``pattern`` can run to the end of the text:
     the whole pattern is ``HEAD`` + everything (:func:`tail_split`; ``BEFORE`` is empty), or one
@@ -2039,7 +2381,7 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
         return []
     head = tail_split(pattern)
     if head is not None:
-        return [(head, ())]
+        return [(head, tuple(_lookahead_probes(head) or ()))]
     try:
         branches = _split_alternatives(pattern)
         if len(branches) == 1:
@@ -2060,7 +2402,7 @@ def tail_splits(pattern: str) -> list[tuple[str, tuple[str, ...]]]:
     for j, branch in enumerate(branches):
         head = tail_split(branch)
         if head is not None:
-            out.append((head, tuple(branches[:j])))
+            out.append((head, tuple(branches[:j]) + tuple(_lookahead_probes(head) or ())))
     return out
 
 

@@ -69,6 +69,40 @@ _RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
     '(?:(?<=\\})\\s*\\}(?=\\s*(?:,\\s*\\{\\s*"|\\]\\s*<\\|tools_suffix\\|>))|(?<=\\})\\s*\\}\\s*\\](?!\\s*<\\|tools_suffix\\|>))\\s*|(?!)',
     _regex.DOTALL,
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\})|(?<=\\})\\s*\\}|(?<=\\})\\s*\\}\\s*,|(?<=\\})\\s*\\}\\s*,\\s*\\{|(?<=\\})\\s*\\}\\s*\\])\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    '\\s*"\\s*', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*\\{\\s*"\\s*', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*\\{\\s*"\\s*', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|tools_suffix\\|>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_2 = _regex.compile(
+    "\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_3 = _regex.compile(
+    "\\s*\\]\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_2_0 = _regex.compile(
+    "(?!\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_2_1 = _regex.compile(
+    "\\s*\\](?!\\s*<\\|tools_suffix\\|>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -81,6 +115,35 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|inner_prefix\\|>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<\\|tools_prefix\\|>|\\s*<\\|tools_prefix\\|>\\s*\\[|\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{|\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"[^"]+"|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*"[^"]+")\\s{16,}',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*:", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    '[^"]+"\\s*:', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*"[^"]+"\\s*:', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<\\|tools_prefix\\|>\\s*\\[\\s*\\{\\s*"|\\s*,(?<=<\\|tools_prefix\\|>(?:(?!<\\|tools_suffix\\|>).)*,)\\s*\\{\\s*")[^"]{16,}',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:\\s*\\])\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -129,13 +192,22 @@ _RE_CONTENT_CLOSE_4_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_26 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*\\])\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|assistant_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_49 = _regex.compile(
     "\\s*<\\|assistant_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_50 = _regex.compile(
     "\\s*\\]\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_51 = _regex.compile(
     "\\s*<\\|tools_suffix\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -543,7 +615,30 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("{", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_2),
+                            ("}", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1),
+                            ("]", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_2),
+                            ("}", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_3),
+                        ),
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_2_0),
+                            ("}", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=19,
             reach=(1, False),
@@ -563,6 +658,38 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_REST_0,
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("{", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -592,13 +719,27 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_3,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_49,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_50,
+                        _RE_TAIL_51,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -624,6 +765,38 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("{", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -651,13 +824,27 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_3,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_49,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
+                        _RE_TAIL_50,
+                        _RE_TAIL_51,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -67,6 +67,18 @@ _RE_REASONING_CONTENT_CLOSE_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_CLOSE_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_CLOSE_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: run)
+_RE_REASONING_CONTENT_CLOSE_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: alive)
+_RE_REASONING_CONTENT_CLOSE_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: rest)
+_RE_REASONING_CONTENT_CLOSE_0_HOLD_0_REST_0_1 = _regex.compile(
+    "BEGIN FINAL RESPONSE\\]", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: rest)
 _RE_TOOL_CALLS_CLOSE_1_ALIVE_0 = _regex.compile(
     "(?:</tool_calls>)\\s*", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: alive)
@@ -79,16 +91,28 @@ _RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
-_RE_TAIL_11 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "END FINAL RESPONSE\\]\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_19 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_12 = _regex.compile(
+_RE_TAIL_20 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_13 = _regex.compile(
+_RE_TAIL_21 = _regex.compile(
     "<\\|assistant\\|>\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
-_RE_TAIL_14 = _regex.compile(
+_RE_TAIL_22 = _regex.compile(
     "<tool_calls>", _regex.DOTALL
 )  # fields.tool_calls.open (tail hold: another delimiter)
 
@@ -585,6 +609,16 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_CLOSE_0_RUN_0,
                     "[",
                 ),
+                (
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_REST_0_0),
+                            ("[", _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             pump=2,
             any_pump=22,
@@ -617,14 +651,29 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_11,
+                    _RE_TAIL_19,
                     (
-                        _RE_TAIL_12,
-                        _RE_TAIL_13,
-                        _RE_TAIL_14,
+                        _RE_TAIL_20,
+                        _RE_TAIL_21,
+                        _RE_TAIL_22,
                     ),
                 ),
             ),
@@ -639,14 +688,29 @@ class Parser(_base.ParserBase):
             quiet=_quiet_free,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_CLOSE_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
             tails=(
                 (
-                    _RE_TAIL_11,
+                    _RE_TAIL_19,
                     (
-                        _RE_TAIL_12,
-                        _RE_TAIL_13,
-                        _RE_TAIL_14,
+                        _RE_TAIL_20,
+                        _RE_TAIL_21,
+                        _RE_TAIL_22,
                     ),
                 ),
             ),

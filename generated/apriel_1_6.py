@@ -60,6 +60,44 @@ _RE_CONTENT_CLOSE_3 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\]\\s*</tool_calls>)|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}\\s*\\})|(?<=\\}\\s*\\})\\s*,|(?<=\\}\\s*\\})\\s*,\\s*\\{|(?<=\\}\\s*\\})\\s*\\])\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    'name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*\\{\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "/tool_calls>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_2 = _regex.compile(
+    "\\s*</tool_calls>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<tool_calls>|\\s*<tool_calls>\\s*\\[|\\s*,(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},))\\s{13,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    "tool_calls>\\s*\\[\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_1 = _regex.compile(
+    "(?<=<tool_calls>(?:(?!</tool_calls>).)*\\},)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -72,13 +110,25 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_9 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "END FINAL RESPONSE\\]", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_25 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_10 = _regex.compile(
+_RE_TAIL_26 = _regex.compile(
     "\\s*\\[END FINAL RESPONSE\\]", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_11 = _regex.compile(
+_RE_TAIL_27 = _regex.compile(
     "Here\\ are\\ my\\ reasoning\\ steps:\\\n", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -482,7 +532,25 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_2),
+                            (",", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1),
+                            ("]", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_2),
+                        ),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=16,
             reach=(2, True),
@@ -497,19 +565,48 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_10,
-                        _RE_TAIL_11,
+                        _RE_TAIL_26,
+                        _RE_TAIL_27,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
@@ -527,19 +624,48 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("[", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_9,
+                    _RE_TAIL_25,
                     (
-                        _RE_TAIL_10,
-                        _RE_TAIL_11,
+                        _RE_TAIL_26,
+                        _RE_TAIL_27,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),

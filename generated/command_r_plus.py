@@ -60,6 +60,21 @@ _RE_TOOL_CALLS_CLOSE_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*Action:|\\s*Action:\\s*```(?:json)?)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "``(?:json)?\\s*\\[", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    "ction:\\s*```(?:json)?\\s*\\[", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -84,7 +99,16 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_15 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|END_OF_TURN_TOKEN\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_23 = _regex.compile(
     "\\s*<\\|END_OF_TURN_TOKEN\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -434,6 +458,17 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("A", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -447,8 +482,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),
@@ -462,6 +507,17 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("A", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -475,8 +531,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_23, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=21,
         ),

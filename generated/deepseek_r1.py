@@ -75,6 +75,18 @@ _RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:```)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "｜tool▁call▁end｜>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -87,6 +99,15 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>)\\w*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -113,6 +134,36 @@ _RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<｜tool▁calls▁begin｜>|\\s*<｜tool▁calls▁begin｜>\\s*<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>[^\\n`]+|\\s*<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>[^\\n`]+)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "``json", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    "｜tool▁sep｜>[^\\n`]+\\s*```json", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3 = _regex.compile(
+    "｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>[^\\n`]+\\s*```json", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    "\\w+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<｜tool▁calls▁begin｜>\\s*<｜tool▁call▁begin｜>|\\s*<｜tool▁call▁begin｜>)\\w*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0 = _regex.compile(
+    "json", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN = _regex.compile(
+    "[^\\n`]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<｜tool▁calls▁begin｜>\\s*<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>|\\s*<｜tool▁call▁begin｜>\\w*<｜tool▁sep｜>)[^\\n`]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<｜tool▁calls▁end｜>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -137,10 +188,19 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_29 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "｜tool▁calls▁end｜>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "｜end▁of▁sentence｜>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_48 = _regex.compile(
     "\\s*<｜end▁of▁sentence｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_30 = _regex.compile(
+_RE_TAIL_49 = _regex.compile(
     "\\s*<｜tool▁calls▁end｜>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -635,6 +695,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             pump=0,
             any_pump=20,
@@ -656,6 +726,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -668,6 +748,40 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "`",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("n", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE,
+                    (
+                        (
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -683,12 +797,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_29,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_30,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -714,6 +842,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -726,6 +864,40 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "`",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("n", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE,
+                    (
+                        (
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ("`", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -741,12 +913,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_29,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_30,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

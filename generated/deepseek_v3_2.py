@@ -89,6 +89,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -127,6 +139,29 @@ _RE_TOOL_CALLS_OPEN_1_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_2 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<｜DSML｜function_calls>|\\s*<｜DSML｜function_calls>\\s*<｜DSML｜invoke|\\s*<｜DSML｜function_calls>\\s*<｜DSML｜invoke\\s+name="[^"]+"|\\s*<｜DSML｜invoke|\\s*<｜DSML｜invoke\\s+name="[^"]+")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    'ame="[^"]+"\\s*>', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3 = _regex.compile(
+    '｜DSML｜invoke\\s+name="[^"]+"\\s*>', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<｜DSML｜function_calls>\\s*<｜DSML｜invoke\\s+name="|\\s*<｜DSML｜invoke\\s+name=")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1 = _regex.compile(
+    '[^"]+"\\s*>', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*</｜DSML｜function_calls>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -151,10 +186,22 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_33 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "/｜DSML｜function_calls>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "｜end▁of▁sentence｜>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_48 = _regex.compile(
     "\\s*<｜end▁of▁sentence｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_34 = _regex.compile(
+_RE_TAIL_49 = _regex.compile(
     "\\s*</｜DSML｜function_calls>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -707,6 +754,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -728,6 +785,28 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("n", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -741,12 +820,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_34,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -772,6 +865,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -793,6 +896,28 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("n", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -806,12 +931,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_34,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -80,6 +80,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -92,6 +104,9 @@ _RE_TOOL_CALLS_OPEN_1_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "tool_call>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<response>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -140,19 +155,37 @@ _RE_CONTENT_CLOSE_3_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_32 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "response>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "/response>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1 = _regex.compile(
+    "/s>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_43 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_33 = _regex.compile(
+_RE_TAIL_44 = _regex.compile(
     "\\s*<response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_34 = _regex.compile(
+_RE_TAIL_45 = _regex.compile(
     "\\s*</response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_35 = _regex.compile(
+_RE_TAIL_46 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_36 = _regex.compile(
+_RE_TAIL_47 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -637,11 +670,31 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -671,23 +724,45 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_3,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_32,
+                    _RE_TAIL_43,
                     (
-                        _RE_TAIL_33,
-                        _RE_TAIL_34,
+                        _RE_TAIL_44,
+                        _RE_TAIL_45,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_35,
+                    _RE_TAIL_46,
                     (
-                        _RE_TAIL_33,
-                        _RE_TAIL_34,
-                        _RE_TAIL_36,
+                        _RE_TAIL_44,
+                        _RE_TAIL_45,
+                        _RE_TAIL_47,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -713,11 +788,31 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
                     _RE_TOOL_CALLS_OPEN_1_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -747,23 +842,45 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_3,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_32,
+                    _RE_TAIL_43,
                     (
-                        _RE_TAIL_33,
-                        _RE_TAIL_34,
+                        _RE_TAIL_44,
+                        _RE_TAIL_45,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_35,
+                    _RE_TAIL_46,
                     (
-                        _RE_TAIL_33,
-                        _RE_TAIL_34,
-                        _RE_TAIL_36,
+                        _RE_TAIL_44,
+                        _RE_TAIL_45,
+                        _RE_TAIL_47,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -52,6 +52,37 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     '(?<=\\}\\s*\\})(?:(?=\\s*,\\s*\\{\\s*"name")|\\s*\\])|(?!)', _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}\\s*\\})|(?<=\\}\\s*\\})\\s*,|(?<=\\}\\s*\\})\\s*,\\s*\\{)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    'name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*\\{\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*functools|\\s*functools\\s*\\[|\\s*,(?<=functools\\s*\\[(?:(?!<\\|eot_id\\|>).)*\\},))\\s{10,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    "unctools\\s*\\[\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_1 = _regex.compile(
+    "(?<=functools\\s*\\[(?:(?!<\\|eot_id\\|>).)*\\},)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -76,7 +107,16 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_12 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|eot_id\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_25 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -300,7 +340,21 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2),
+                            (",", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_3),
+                        ),
+                        (("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=10,
             reach=(2, True),
@@ -315,6 +369,21 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("f", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -328,8 +397,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_25, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=24,
         ),
@@ -343,6 +422,21 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("f", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -356,8 +450,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_12, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_25, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=24,
         ),

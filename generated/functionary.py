@@ -51,6 +51,30 @@ _RE_TOOL_CALLS_CLOSE_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*(?:>>>all\\n|<\\|eot_id\\|>[\\s\\S]*)", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    ">>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|eot_id\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "[\\w.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:>>>(?!all\\n)[A-Za-z_])[\\w.\\-]{4,}", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|eot_id\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -63,13 +87,19 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\n", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    ">>all\\n", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_17 = _regex.compile(
     "\\s*<\\|eot_id\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_18 = _regex.compile(
     "\\s*(?=>>>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_19 = _regex.compile(
     "\\s*>>>all\\n", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -388,8 +418,23 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
-            tails=((_RE_TAIL_7, (_RE_TAIL_8,)),),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
+            tails=((_RE_TAIL_17, (_RE_TAIL_18,)),),
             pump=0,
             any_pump=10,
         ),
@@ -403,18 +448,37 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("\n", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("l", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_17,
                     (
-                        _RE_TAIL_9,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -432,18 +496,37 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("\n", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("l", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_17,
                     (
-                        _RE_TAIL_9,
+                        _RE_TAIL_19,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

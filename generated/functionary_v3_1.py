@@ -87,6 +87,24 @@ _RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
     "[^>\\s]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "function=[^>\\s]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    "[^>\\s]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<function=)[^>\\s]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -123,7 +141,7 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_33 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -472,6 +490,21 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (((">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -493,7 +526,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_27, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_33, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=12,
         ),
@@ -521,6 +554,21 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (((">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -542,7 +590,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_27, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_33, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=12,
         ),

@@ -90,6 +90,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|channel>thought", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -114,6 +126,12 @@ _RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
     "[\\w.-]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\w.-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_call>call:[\\w.-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<turn\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -138,13 +156,22 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_29 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "turn\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|tool_response>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_38 = _regex.compile(
     "\\s*<turn\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_30 = _regex.compile(
+_RE_TAIL_39 = _regex.compile(
     "\\s*<\\|tool_response>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_31 = _regex.compile(
+_RE_TAIL_40 = _regex.compile(
     "\\s*<turn\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -665,6 +692,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("t", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -677,6 +714,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -692,19 +739,33 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_29,
+                    _RE_TAIL_38,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_30,
+                    _RE_TAIL_39,
                     (
-                        _RE_TAIL_31,
+                        _RE_TAIL_40,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -730,6 +791,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("t", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -742,6 +813,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -757,19 +838,33 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_29,
+                    _RE_TAIL_38,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_30,
+                    _RE_TAIL_39,
                     (
-                        _RE_TAIL_31,
+                        _RE_TAIL_40,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -425,6 +425,38 @@ _RE_TOOL_CALLS_OPEN_0_REST_27 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_27 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 27: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<\\|message_sep\\|>|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|\\s*<\\|function_call\\|>|\\s*<\\|function_call\\|>\\s*\\{|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*\\{\\s*"name"\\s*:\\s*"|\\s*<\\|function_call\\|>\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*</s>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -437,9 +469,15 @@ _RE_CONTENT_CLOSE_2_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_119 = _regex.compile(
+_RE_TAIL_129 = _regex.compile(
     "\\}\\s*(?:<\\|message_sep\\|>|</s>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
+_RE_TAIL_130 = _regex.compile(
+    "\\s*(?:<\\|message_sep\\|>(?!\\s*function call)|</s>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_131 = _regex.compile(
+    "\\s*(?:<\\|message_sep\\|>(?=\\s*function call)|</s>)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -777,7 +815,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_119, ()),),
+            tails=((_RE_TAIL_129, ()),),
             pump=0,
             any_pump=16,
         ),
@@ -987,11 +1025,44 @@ class Parser(_base.ParserBase):
                     "",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_130,
+                    (
+                        _RE_TAIL_131,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
                 ),
             ),
             pump=2,
@@ -1203,11 +1274,44 @@ class Parser(_base.ParserBase):
                     "",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
                     _RE_CONTENT_CLOSE_2_RUN_0,
                     "",
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_130,
+                    (
+                        _RE_TAIL_131,
+                        _RE_TOOL_CALLS_OPEN_0,
+                    ),
                 ),
             ),
             pump=2,

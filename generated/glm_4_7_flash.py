@@ -89,6 +89,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -113,6 +125,12 @@ _RE_TOOL_CALLS_OPEN_1_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_1 = _regex.compile(
     "[^\\s<]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*[^\\s<]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "tool_call>\\s*[^\\s<]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|user\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -149,19 +167,31 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_33 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|user\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|observation\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|endoftext\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_43 = _regex.compile(
     "\\s*<\\|user\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_34 = _regex.compile(
+_RE_TAIL_44 = _regex.compile(
     "\\s*<\\|observation\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_35 = _regex.compile(
+_RE_TAIL_45 = _regex.compile(
     "\\s*<\\|user\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_36 = _regex.compile(
+_RE_TAIL_46 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_37 = _regex.compile(
+_RE_TAIL_47 = _regex.compile(
     "\\s*<\\|observation\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -669,6 +699,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -681,6 +721,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -703,28 +753,46 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_43,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_34,
+                    _RE_TAIL_44,
                     (
-                        _RE_TAIL_35,
+                        _RE_TAIL_45,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_36,
+                    _RE_TAIL_46,
                     (
-                        _RE_TAIL_35,
-                        _RE_TAIL_37,
+                        _RE_TAIL_45,
+                        _RE_TAIL_47,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -750,6 +818,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -762,6 +840,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_1,
                     _RE_TOOL_CALLS_OPEN_1_RUN_1,
                     "",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -784,28 +872,46 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_43,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_34,
+                    _RE_TAIL_44,
                     (
-                        _RE_TAIL_35,
+                        _RE_TAIL_45,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
                 ),
                 (
-                    _RE_TAIL_36,
+                    _RE_TAIL_46,
                     (
-                        _RE_TAIL_35,
-                        _RE_TAIL_37,
+                        _RE_TAIL_45,
+                        _RE_TAIL_47,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

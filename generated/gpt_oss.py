@@ -67,6 +67,15 @@ _RE_CONTENT_OPEN_3 = _regex.compile(
 _RE_CONTENT_CLOSE_4 = _regex.compile(
     "<\\|(?:end|return|call)\\|>", _regex.DOTALL
 )  # fields.content.close_pattern
+_RE_CONTENT_OPEN_3_HOLD_0_RUN = _regex.compile(
+    "[\\w-]+", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: run)
+_RE_CONTENT_OPEN_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:<\\|channel\\|>(?:final|commentary) ?(?:<\\|constrain\\|>)?)[\\w-]*", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: alive)
+_RE_CONTENT_OPEN_3_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|channel\\|>(?:commentary|analysis) to=functions\\.(?P<name>[^<\\s]+)|to=functions\\.(?P<name>[^<\\s]+)\\s*<\\|channel\\|>(?:commentary|analysis))(?: ?(?:<\\|constrain\\|>)?[\\w-]+)?)\\s*",
     _regex.DOTALL,
@@ -146,6 +155,58 @@ _RE_TOOL_CALLS_OPEN_1_REST_5 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_5 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 5: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.[^<\\s]+ ?(?:<\\|constrain\\|>)?[\\w-]+|\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.[^<\\s]+|\\s*to=functions\\.[^<\\s]+|\\s*to=functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis) ?(?:<\\|constrain\\|>)?[\\w-]+|\\s*to=functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|message\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    "\\|channel\\|>(?:commentary|analysis) to=functions\\.[^<\\s]+ ?(?:<\\|constrain\\|>)?[\\w-]+\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_2 = _regex.compile(
+    "\\|channel\\|>(?:commentary|analysis) to=functions\\.[^<\\s]+\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_2 = _regex.compile(
+    "\\|channel\\|>(?:commentary|analysis) ?(?:<\\|constrain\\|>)?[\\w-]+\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_3 = _regex.compile(
+    "o=functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis) ?(?:<\\|constrain\\|>)?[\\w-]+\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_2 = _regex.compile(
+    "\\|channel\\|>(?:commentary|analysis)\\s*<\\|message\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_3 = _regex.compile(
+    "o=functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis)\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    "[^<\\s]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.|\\s*to=functions\\.)[^<\\s]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<\\|channel\\|>(?:commentary|analysis) to=functions\\.[^<\\s]+ ?(?:<\\|constrain\\|>)?|\\s*to=functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis) ?(?:<\\|constrain\\|>)?)[\\w-]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_REST_2_3 = _regex.compile(
+    "functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis) ?(?:<\\|constrain\\|>)?[\\w-]+\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_REST_3_3 = _regex.compile(
+    "functions\\.[^<\\s]+\\s*<\\|channel\\|>(?:commentary|analysis)\\s*<\\|message\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -763,6 +824,11 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_CONTENT_OPEN_3_HOLD_0_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_0_ALIVE,
+                    (((">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -803,6 +869,84 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_1_REST_5,
                     _RE_TOOL_CALLS_OPEN_1_RUN_5,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_2),
+                            ("t", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_3),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_2),
+                            ("t", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_2),
+                        ),
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_2),
+                        ),
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_1_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_2_2),
+                            ("=", _RE_TOOL_CALLS_OPEN_1_HOLD_2_REST_2_3),
+                        ),
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_3_2),
+                            ("=", _RE_TOOL_CALLS_OPEN_1_HOLD_2_REST_3_3),
+                        ),
+                    ),
                 ),
             ),
             pump=2,

@@ -78,6 +78,53 @@ _RE_TOOL_CALLS_OPEN_2_WS_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_3_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|end_of_text\\|>)|\\Z)|(?!)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}))\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|end_of_text\\|>)|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "y thought process:", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<\\|tool_call\\|>|\\s*<\\|tool_call\\|>\\s*\\[?|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -102,7 +149,13 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_17 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|end_of_text\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_34 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -539,7 +592,13 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    ((("}", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),),),
+                ),
+            ),
             pump=0,
             any_pump=17,
             reach=(16, False),
@@ -554,6 +613,40 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("m", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -567,10 +660,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_17,
+                    _RE_TAIL_34,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -591,6 +694,40 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("m", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -604,10 +741,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_17,
+                    _RE_TAIL_34,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,

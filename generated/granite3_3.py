@@ -74,6 +74,36 @@ _RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*|(?=<\\|end_of_text\\|>)|\\Z)|(?!)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\})|(?<=\\})\\s*\\}|(?<=\\})\\s*\\}\\s*,)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_2 = _regex.compile(
+    "\\s*,\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "\\s*\\]\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|end_of_text\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_2_2 = _regex.compile(
+    "\\s*<\\|end_of_text\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_3_0 = _regex.compile(
+    "\\s*\\Z", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -86,6 +116,38 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*(?:<\\|tool_call\\|>|<tool_call>)|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"\\s*:|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*(?:<\\|tool_call\\|>|<tool_call>)\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*<response>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -122,13 +184,25 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_24 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "response>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "/response>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|end_of_text\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_48 = _regex.compile(
     "\\s*<\\|end_of_text\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_25 = _regex.compile(
+_RE_TAIL_49 = _regex.compile(
     "\\s*<response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_50 = _regex.compile(
     "\\s*</response>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -485,7 +559,29 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("}", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_2_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_2_2),
+                        ),
+                        (("}", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_3_0),),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=17,
             reach=(16, False),
@@ -505,6 +601,40 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_REST_0,
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_3),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -527,13 +657,31 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_24,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_25,
-                        _RE_TAIL_26,
+                        _RE_TAIL_49,
+                        _RE_TAIL_50,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -560,6 +708,40 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -580,13 +762,31 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_2,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_24,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_25,
-                        _RE_TAIL_26,
+                        _RE_TAIL_49,
+                        _RE_TAIL_50,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -75,6 +75,25 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:<answer>|<answer>\\s*<tool_calls>|<answer>\\s*<tool_calls>\\s*\\[|<tool_calls>|<tool_calls>\\s*\\[|(?<=\\})|(?<=\\})\\s*,)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*\\])\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -123,16 +142,43 @@ _RE_CONTENT_CLOSE_3_REST_3 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_3 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 3: run)
-_RE_TAIL_26 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*\\])\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "/tool_calls>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_1_2 = _regex.compile(
+    "\\s*</tool_calls>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1 = _regex.compile(
+    "/answer>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_3_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1 = _regex.compile(
+    "\\|eos\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_41 = _regex.compile(
     "\\s*<\\|eos\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_42 = _regex.compile(
     "\\s*<answer>\\s*(?:助手：|(?=[^\\s助])|(?=助[^手])|(?=助手[^：]))\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_43 = _regex.compile(
     "\\s*\\]\\s*</tool_calls>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_29 = _regex.compile(
+_RE_TAIL_44 = _regex.compile(
     "\\s*</answer>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -459,6 +505,30 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            ("{", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -486,14 +556,37 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_3,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                            ("]", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_41,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
-                        _RE_TAIL_29,
+                        _RE_TAIL_42,
+                        _RE_TAIL_43,
+                        _RE_TAIL_44,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),
@@ -520,6 +613,30 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            ("{", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -547,14 +664,37 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_3,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_1),
+                            ("]", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_2),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_2_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_3_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_26,
+                    _RE_TAIL_41,
                     (
-                        _RE_TAIL_27,
-                        _RE_TAIL_28,
-                        _RE_TAIL_29,
+                        _RE_TAIL_42,
+                        _RE_TAIL_43,
+                        _RE_TAIL_44,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
                     ),

@@ -69,6 +69,21 @@ _RE_CONTENT_CLOSE_4 = _regex.compile(
 _RE_ANCHOR_5 = _regex.compile(
     "<｜hy_Assistant(?::opensource)?｜>", _regex.DOTALL
 )  # start_anchor_pattern
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:</tool_call(?::opensource)?>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "/tool_calls(?::opensource)?>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "tool_call(?::opensource)?>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<tool_calls(?::opensource)?>\\s*)?<tool_call(?::opensource)?>\\s*(?P<name>[^<\\s]+))\\s*",
     _regex.DOTALL,
@@ -83,6 +98,23 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<tool_calls(?::opensource)?>|\\s*<tool_calls(?::opensource)?>\\s*<tool_call(?::opensource)?>|\\s*<tool_calls(?::opensource)?>\\s*<tool_call(?::opensource)?>\\s*[^<\\s]+|\\s*<tool_call(?::opensource)?>|\\s*<tool_call(?::opensource)?>\\s*[^<\\s]+)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "tool_sep(?::opensource)?>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    "tool_call(?::opensource)?>\\s*[^<\\s]+\\s*<tool_sep(?::opensource)?>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN = _regex.compile(
+    "[^<\\s]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<tool_calls(?::opensource)?>\\s*<tool_call(?::opensource)?>\\s*|\\s*<tool_call(?::opensource)?>\\s*)[^<\\s]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -107,7 +139,16 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "｜hy_eos(?::opensource)?｜>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_31 = _regex.compile(
     "\\s*<｜hy_eos(?::opensource)?｜>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -580,7 +621,22 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=47,
         ),
@@ -601,6 +657,27 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -614,10 +691,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_31,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
@@ -644,6 +731,27 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -657,10 +765,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_31,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,

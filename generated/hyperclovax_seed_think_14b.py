@@ -84,6 +84,58 @@ _RE_REASONING_CONTENT_CLOSE_1_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_CLOSE_1_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.close_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: run)
+_RE_REASONING_CONTENT_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:<\\|im_end\\|>)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: alive)
+_RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: rest)
+_RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|im_start\\|>assistant", _regex.DOTALL
+)  # fields.reasoning_content.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}\\s*\\})|(?<=\\}\\s*\\})\\s*,|(?<=\\}\\s*\\})\\s*,\\s*\\{)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    'name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*\\{\\s*"name"', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|im_end\\|>|\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant|\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant\\s*-> tool/function_call\\n|\\s*<\\|im_end\\|>\\s*<\\|im_start\\|>assistant\\s*-> tool/function_call\\n\\s*\\[|\\s*-> tool/function_call\\n|\\s*-> tool/function_call\\n\\s*\\[|\\s*,(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},))\\s{10,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    "> tool/function_call\\n\\s*\\[\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_1 = _regex.compile(
+    "(?<=-> tool/function_call\\n\\s*\\[(?:(?!<\\|im_end\\|>).)*\\},)\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_27 = _regex.compile(
+    "\\s*<\\|im_end\\|>(?!\\s*<\\|im_start\\|>assistant -> tool/function_call)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: its head)
+_RE_TAIL_28 = _regex.compile(
+    "\\s*<\\|im_end\\|>(?=\\s*<\\|im_start\\|>assistant -> tool/function_call)", _regex.DOTALL
+)  # fields.content.close_pattern (tail hold: an alternative tried first)
 
 # The proper beginnings of delimiter literals: a buffer that ends in one may still grow
 # into that delimiter, so it is held from there (see _scan.tail_in).
@@ -394,6 +446,16 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_CLOSE_1_RUN_0,
                     "<",
                 ),
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("t", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             pump=0,
             any_pump=31,
@@ -407,7 +469,21 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            ('"', _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1),
+                            ("{", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_2),
+                            (",", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_3),
+                        ),
+                        (("]", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=10,
             reach=(2, True),
@@ -420,7 +496,43 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("-", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_27,
+                    (
+                        _RE_TAIL_28,
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
+                ),
+            ),
             pump=2,
             any_pump=55,
         ),
@@ -432,7 +544,43 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("-", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("{", _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_REASONING_CONTENT_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_4_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+            ),
+            tails=(
+                (
+                    _RE_TAIL_27,
+                    (
+                        _RE_TAIL_28,
+                        _RE_REASONING_CONTENT_OPEN_0,
+                        _RE_TOOL_CALLS_OPEN_2,
+                    ),
+                ),
+            ),
             pump=2,
             any_pump=55,
         ),

@@ -65,6 +65,74 @@ _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*</tool_calls>|\\](?=\\s*<\\|eom\\|>)|\\]\\s*\\Z|(?=<\\|eom\\|>)|\\Z)|(?!)",
     _regex.DOTALL,
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\})|(?<=\\})\\s*\\}|(?<=\\})\\s*\\}\\s*,|(?<=\\})\\s*\\}\\s*\\])\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2 = _regex.compile(
+    "\\s*,\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1 = _regex.compile(
+    "/tool_calls>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_2 = _regex.compile(
+    "\\s*</tool_calls>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_3 = _regex.compile(
+    "\\s*\\]\\s*</tool_calls>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|eom\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_2 = _regex.compile(
+    "\\s*<\\|eom\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_3 = _regex.compile(
+    "\\s*\\]\\s*<\\|eom\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_0 = _regex.compile(
+    "\\s*\\Z", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_1 = _regex.compile(
+    "\\s*\\]\\s*\\Z", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<tool_calls>|\\s*<tool_calls>\\s*\\[?|\\s*<tool_calls>\\s*\\[?\\s*\\{|\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"|\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"\\s*:|\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<tool_calls>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -89,7 +157,16 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_14 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|eom\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_39 = _regex.compile(
     "\\s*<\\|eom\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -293,7 +370,41 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                            ("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_2),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_1),
+                            ("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_2),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_3),
+                        ),
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_0),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_2),
+                        ),
+                        (("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_0),),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=16,
             reach=(16, False),
@@ -308,6 +419,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -321,8 +456,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_39, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=37,
             reach=(1, False),
@@ -337,6 +482,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -350,8 +519,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_14, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_39, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=37,
             reach=(1, False),

@@ -79,6 +79,53 @@ _RE_TOOL_CALLS_OPEN_0_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|tool_calls?_section_begin\\|>|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+|\\s*<\\|tool_call_begin\\|>|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    "\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    "[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3 = _regex.compile(
+    "\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    "[\\w\\-.]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*|\\s*<\\|tool_call_begin\\|>\\s*)[\\w\\-.]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    "\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN = _regex.compile(
+    "[\\w\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.|\\s*<\\|tool_call_begin\\|>\\s*)[\\w\\-]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_3_RUN = _regex.compile(
+    "\\d+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_3_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:)\\d*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|tool_calls?_section_end\\|>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -103,10 +150,25 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_19 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_38 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_39 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -467,6 +529,78 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_3_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_3_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -480,12 +614,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_38,
                     (
-                        _RE_TAIL_20,
+                        _RE_TAIL_39,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -510,6 +658,78 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_3_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_3_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -523,12 +743,26 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_19,
+                    _RE_TAIL_38,
                     (
-                        _RE_TAIL_20,
+                        _RE_TAIL_39,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

@@ -89,6 +89,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|tool_calls?_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?P<id>(?:[\\w\\-.]*\\.)?(?P<name>[\\w\\-]+):\\d+))\\s*",
     _regex.DOTALL,
@@ -103,6 +115,47 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|tool_calls?_section_begin\\|>|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+|\\s*<\\|tool_call_begin\\|>|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+)\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    "\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3 = _regex.compile(
+    "[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3 = _regex.compile(
+    "\\|tool_call_begin\\|>\\s*[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN = _regex.compile(
+    "[\\w\\-.]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*|\\s*<\\|tool_call_begin\\|>\\s*)[\\w\\-.]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3 = _regex.compile(
+    "\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:\\d+\\s*<\\|tool_call_argument_begin\\|>",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_2_RUN = _regex.compile(
+    "[\\w\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.|\\s*<\\|tool_call_begin\\|>\\s*)[\\w\\-]*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_3_RUN = _regex.compile(
+    "\\d+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_3_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:|\\s*<\\|tool_calls?_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-.]*\\.[\\w\\-]+:|\\s*<\\|tool_call_begin\\|>\\s*[\\w\\-]+:)\\d*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|tool_calls?_section_end\\|>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -127,13 +180,32 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_25 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0 = _regex.compile(
+    "(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1 = _regex.compile(
+    "/think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*",
+    _regex.DOTALL,
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_2_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_47 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_48 = _regex.compile(
     "\\s*<\\|tool_calls?_section_end\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_49 = _regex.compile(
     "\\s*</think>(?<=(?:<\\|tool_call_end\\|>|<\\|tool_calls?_section_end\\|>)\\s*</think>)\\s*",
     _regex.DOTALL,
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
@@ -639,11 +711,93 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_3_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_3_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -659,13 +813,31 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_47,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_27,
+                        _RE_TAIL_48,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -692,11 +864,93 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_3_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_3_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            (".", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_3),
+                        ),
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            (":", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_1_3),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -712,13 +966,31 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_47,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_27,
+                        _RE_TAIL_48,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

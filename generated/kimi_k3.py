@@ -73,13 +73,23 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     '[^"]+', _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
-_RE_TAIL_7 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    '(?:(?:<\\|open\\|>tools<\\|sep\\|>)?<\\|open\\|>call tool="|(?:<\\|open\\|>tools<\\|sep\\|>)?<\\|open\\|>call tool="[^"]*" index=")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_0 = _regex.compile(
+    "<\\|sep\\|>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TAIL_10 = _regex.compile(
     "<\\|close\\|>message<\\|sep\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_8 = _regex.compile(
+_RE_TAIL_11 = _regex.compile(
     "<\\|close\\|>response<\\|sep\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_9 = _regex.compile(
+_RE_TAIL_12 = _regex.compile(
     "(?=<\\|open\\|>tools<\\|sep\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -728,10 +738,10 @@ class Parser(_base.ParserBase):
             runs=(),
             tails=(
                 (
-                    _RE_TAIL_7,
+                    _RE_TAIL_10,
                     (
-                        _RE_TAIL_8,
-                        _RE_TAIL_9,
+                        _RE_TAIL_11,
+                        _RE_TAIL_12,
                     ),
                 ),
             ),
@@ -765,6 +775,11 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     '"',
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    ((('"', _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_0),),),
                 ),
             ),
             pump=2,

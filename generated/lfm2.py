@@ -66,6 +66,54 @@ _RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_call_end\\|>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|im_end\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|tool_call_start\\|>|\\s*<\\|tool_call_start\\|>\\s*\\[|\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    ".*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    "\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    "[\\w.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_])[\\w.\\-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN = _regex.compile(
+    "(?:(?![\\]]).)+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()(?:(?![\\]]).)*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -90,7 +138,13 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_16 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_33 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -496,6 +550,20 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             pump=0,
             any_pump=17,
@@ -510,6 +578,35 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -523,8 +620,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_33, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=41,
         ),
@@ -538,6 +645,35 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -551,8 +687,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_16, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_33, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=41,
         ),

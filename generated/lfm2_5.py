@@ -74,6 +74,24 @@ _RE_TOOL_CALLS_CLOSE_3_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_3_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|tool_call_end\\|>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|im_end\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -86,6 +104,39 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<\\|tool_call_start\\|>|\\s*<\\|tool_call_start\\|>\\s*\\[|\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    ".*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3 = _regex.compile(
+    "\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*?\\)\\s*\\]\\s*(?:<\\|tool_call_end\\|>|<\\|im_end\\|>|\\Z)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    "[\\w.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_])[\\w.\\-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN = _regex.compile(
+    "(?:(?![\\]]).)+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\s*<\\|tool_call_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()(?:(?![\\]]).)*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -110,7 +161,13 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_21 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_39 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -633,6 +690,20 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
             pump=0,
             any_pump=17,
@@ -654,6 +725,45 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -667,10 +777,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_39,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -697,6 +817,45 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_3_HOLD_0_REST_1_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -710,10 +869,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_21,
+                    _RE_TAIL_39,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

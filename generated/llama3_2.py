@@ -59,6 +59,44 @@ _RE_TOOL_CALLS_OPEN_0_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:;|(?=[^,\\]\\}\\s])|\\Z)|(?!)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}))\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:;|(?=[^,\\]\\}\\s])|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:\\A|\\A\\s*\\{|\\A\\s*\\{\\s*"type"|\\A\\s*\\{\\s*"type"\\s*:|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)"|\\A\\s*\\{\\s*"name"|\\A\\s*\\{\\s*"name"\\s*:|\\A\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\A\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\A\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)"|<\\|python_tag\\|>|<\\|python_tag\\|>\\s*\\{|<\\|python_tag\\|>\\s*\\{\\s*"type"|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)"|<\\|python_tag\\|>\\s*\\{\\s*"name"|<\\|python_tag\\|>\\s*\\{\\s*"name"\\s*:|<\\|python_tag\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|<\\|python_tag\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|<\\|python_tag\\|>\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)"|(?<=\\}\\s*;)|(?<=\\}\\s*;)\\s*\\{|(?<=\\}\\s*;)\\s*\\{\\s*"type"|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)"|(?<=\\}\\s*;)\\s*\\{\\s*"name"|(?<=\\}\\s*;)\\s*\\{\\s*"name"\\s*:|(?<=\\}\\s*;)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=\\}\\s*;)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=\\}\\s*;)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:parameters|arguments)")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    '(?:parameters|arguments)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"(?:parameters|arguments)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"(?:parameters|arguments)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\A\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"|\\A\\s*\\{\\s*"name"\\s*:\\s*"|<\\|python_tag\\|>\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"|<\\|python_tag\\|>\\s*\\{\\s*"name"\\s*:\\s*"|(?<=\\}\\s*;)\\s*\\{\\s*"type"\\s*:\\s*"function"\\s*,\\s*"name"\\s*:\\s*"|(?<=\\}\\s*;)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"(?:parameters|arguments)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -95,7 +133,7 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_17 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -315,7 +353,13 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    ((("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+            ),
             pump=0,
             any_pump=3,
             reach=(16, False),
@@ -330,6 +374,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -351,7 +419,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_29, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=57,
             reach=(16, True),
@@ -366,6 +434,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -387,7 +479,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_17, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_29, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=57,
             reach=(16, True),

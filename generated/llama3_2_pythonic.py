@@ -87,7 +87,40 @@ _RE_TOOL_CALLS_CLOSE_2_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 2: run)
-_RE_TAIL_15 = _regex.compile(
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:\\A|\\A\\s*\\[|\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)|<\\|python_tag\\|>|<\\|python_tag\\|>\\s*\\[|<\\|python_tag\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|<\\|python_tag\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\]\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    ".*\\)\\s*\\]\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    "\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)\\s*\\]\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>|\\Z)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    "[\\w.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\A\\s*\\[\\s*[A-Za-z_]|<\\|python_tag\\|>\\s*\\[\\s*[A-Za-z_])[\\w.\\-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN = _regex.compile(
+    "(?:(?![\\]]).)+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(|<\\|python_tag\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()(?:(?![\\]]).)*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TAIL_25 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
 
@@ -404,7 +437,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_15, ()),),
+            tails=((_RE_TAIL_25, ()),),
             pump=0,
             any_pump=10,
         ),
@@ -418,6 +451,35 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_TOOL_CALLS_CLOSE_2_ALIVE_0,
                     _RE_TOOL_CALLS_CLOSE_2_PAST_0,
                     _RE_TOOL_CALLS_CLOSE_2_REST_0,
@@ -439,7 +501,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_25, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=29,
         ),
@@ -453,6 +515,35 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_TOOL_CALLS_CLOSE_2_ALIVE_0,
                     _RE_TOOL_CALLS_CLOSE_2_PAST_0,
                     _RE_TOOL_CALLS_CLOSE_2_REST_0,
@@ -474,7 +565,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_25, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=29,
         ),

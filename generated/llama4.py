@@ -66,6 +66,39 @@ _RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:\\A|\\A\\s*\\[|\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)|<\\|python_start\\|>|<\\|python_start\\|>\\s*\\[|<\\|python_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*|<\\|python_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\))\\s*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\]\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    ".*\\)\\s*\\]\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    "\\s*[A-Za-z_][\\w.\\-]*\\s*\\(.*\\)\\s*\\]\\s*(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\Z)",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    "[\\w.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\A\\s*\\[\\s*[A-Za-z_]|<\\|python_start\\|>\\s*\\[\\s*[A-Za-z_])[\\w.\\-]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN = _regex.compile(
+    "(?:(?![\\]]).)+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE = _regex.compile(
+    "(?:\\A\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\(|<\\|python_start\\|>\\s*\\[\\s*[A-Za-z_][\\w.\\-]*\\s*\\()(?:(?![\\]]).)*",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot\\|>|<\\|eom\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -102,10 +135,10 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*(?:<\\|eot\\|>|<\\|eom\\|>)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_31 = _regex.compile(
     "\\s*<\\|python_end\\|>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -414,7 +447,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
+            tails=((_RE_TAIL_30, (_RE_TAIL_31,)),),
             pump=0,
             any_pump=14,
         ),
@@ -428,6 +461,35 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -449,7 +511,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_30, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=35,
         ),
@@ -463,6 +525,35 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            (")", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ("(", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_2_ALIVE,
+                    ((("]", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -484,7 +575,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_30, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=0,
             any_pump=35,
         ),

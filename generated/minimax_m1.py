@@ -61,6 +61,36 @@ _RE_TOOL_CALLS_OPEN_0_WS_ANY = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     "(?<=\\})(?:[ \\t]*\\n(?=[ \\t]*\\{)|\\s*</tool_calls>\\s*)|(?!)", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "[ \\t]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\})|(?<=\\})[ \\t]*\\n)[ \\t]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    "[ \\t]*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1 = _regex.compile(
+    "/tool_calls>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:(?<=\\}))\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<tool_calls>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    "(?:(?<=<tool_calls>(?:(?!</tool_calls>).)*\\}[ \\t]*\\n))[ \\t]{13,}", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -85,10 +115,19 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_14 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "end_of_sentence>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_27 = _regex.compile(
     "\\s*<end_of_sentence>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_15 = _regex.compile(
+_RE_TAIL_28 = _regex.compile(
     "<think>", _regex.DOTALL
 )  # fields.reasoning_content.open (tail hold: another delimiter)
 
@@ -392,7 +431,33 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=False,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("\n", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_ALIVE,
+                    (
+                        (("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
             pump=1,
             any_pump=14,
             reach=(1, False),
@@ -407,6 +472,16 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    ((("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -420,12 +495,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_14,
+                    _RE_TAIL_27,
                     (
-                        _RE_TAIL_15,
+                        _RE_TAIL_28,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -443,6 +528,16 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    ((("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -456,12 +551,22 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_14,
+                    _RE_TAIL_27,
                     (
-                        _RE_TAIL_15,
+                        _RE_TAIL_28,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

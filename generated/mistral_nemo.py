@@ -66,6 +66,51 @@ _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     '(?<=\\})\\s*(?:,\\s*"id"\\s*:\\s*"[^"]*"\\s*)?\\}\\s*(?:,(?=\\s*\\{)|\\]|(?=</s>)|\\Z)|(?!)',
     _regex.DOTALL,
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    '(?:(?<=\\})|(?<=\\})\\s*,|(?<=\\})\\s*,\\s*"id"|(?<=\\})\\s*,\\s*"id"\\s*:|(?<=\\})\\s*,\\s*"id"\\s*:\\s*"[^"]*")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:,(?=\\s*\\{)|\\]|(?=</s>)|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN = _regex.compile(
+    '(?:(?![\\}])[^"])+', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_1_ALIVE = _regex.compile(
+    '(?:(?<=\\})\\s*,\\s*"id"\\s*:\\s*")(?:(?![\\}])[^"])*', _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*\\[TOOL_CALLS\\]|\\s*\\[TOOL_CALLS\\]\\s*\\[?|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"\\s*:|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*\\[TOOL_CALLS\\]\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -90,7 +135,16 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_15 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "/s>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_32 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -296,7 +350,18 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    ((("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_1_ALIVE,
+                    ((("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+            ),
             pump=0,
             any_pump=14,
             reach=(16, False),
@@ -311,6 +376,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -324,8 +413,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_32, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=37,
             reach=(1, False),
@@ -340,6 +439,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -353,8 +476,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_15, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_32, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=37,
             reach=(1, False),

@@ -53,6 +53,24 @@ _RE_CONTENT_CLOSE_2 = _regex.compile(
     "\\s*</s>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern
 _RE_ANCHOR_3 = _regex.compile("\\[/TOOL_RESULTS\\]|\\[/INST\\]", _regex.DOTALL)  # start_anchor
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    "TOOL_CALLS\\]", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1 = _regex.compile(
+    "/s>[\\s\\S]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:\\[TOOL_CALLS\\])[^\\[]*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -77,6 +95,15 @@ _RE_TOOL_CALLS_OPEN_0_REST_1 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_0_RUN_1 = _regex.compile(
     "[^\\[]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 1: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "[^\\[]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:\\[TOOL_CALLS\\]|\\[TOOL_CALLS\\][^\\[]+(?:\\[CALL_ID\\])?)[^\\[]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "ARGS\\]", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -101,10 +128,10 @@ _RE_CONTENT_CLOSE_2_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_29 = _regex.compile(
     "\\s*</s>", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*(?=\\[TOOL_CALLS\\])", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (tail hold: an alternative tried first)
 
@@ -437,8 +464,23 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
-            tails=((_RE_TAIL_20, (_RE_TAIL_21,)),),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("[", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
+            tails=((_RE_TAIL_29, (_RE_TAIL_30,)),),
             pump=0,
             any_pump=12,
         ),
@@ -466,6 +508,11 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -479,8 +526,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_29, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=28,
         ),
@@ -508,6 +565,11 @@ class Parser(_base.ParserBase):
                     "[",
                 ),
                 (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    ((("[", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -521,8 +583,18 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                    ),
+                ),
             ),
-            tails=((_RE_TAIL_20, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_29, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=28,
         ),

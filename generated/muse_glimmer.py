@@ -94,6 +94,24 @@ _RE_CONTENT_OPEN_3_WS_ANY = _regex.compile(
     "(?:<\\|start\\|>\\s*assistant|(?:\\G|(?<![^\\S\\n])))[^\\S\\n]*(?:to=user)?(?=<\\|message\\|>)(?<!<\\|start\\|>(?:user|system|developer|tool[^<]*))<\\|message\\|>|(?!)",
     _regex.DOTALL,
 )  # fields.content.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_CONTENT_OPEN_3_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: run)
+_RE_CONTENT_OPEN_3_HOLD_0_ALIVE = _regex.compile(
+    "(?:<\\|start\\|>)\\s*", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: alive)
+_RE_CONTENT_OPEN_3_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: rest)
+_RE_CONTENT_OPEN_3_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|message\\|>", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: rest)
+_RE_CONTENT_OPEN_3_HOLD_1_RUN = _regex.compile(
+    "[^\\S\\n]+", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: run)
+_RE_CONTENT_OPEN_3_HOLD_1_ALIVE = _regex.compile(
+    "(?:<\\|start\\|>\\s*assistant|)[^\\S\\n]*", _regex.DOTALL
+)  # fields.content.open_pattern (run hold: alive)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:(?:<\\|start\\|>\\s*assistant)?)[^\\S\\n]*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -106,7 +124,38 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "[^\\S\\n]+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
-_RE_TAIL_15 = _regex.compile(
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "o=self<\\|message\\|>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_ALIVE = _regex.compile(
+    "(?:<\\|start\\|>|<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>|<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>|<atem:function_calls>)\\s{5,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1 = _regex.compile(
+    ">", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_2_RUN = _regex.compile(
+    "[A-Za-z0-9_.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_2_ALIVE = _regex.compile(
+    "(?:<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)|[^\\S\\n]*to=(?!self<|user<))[A-Za-z0-9_.\\-]{5,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_3_RUN = _regex.compile(
+    '[^"\\s]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_3_ALIVE = _regex.compile(
+    '(?:<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>\\s*<atem:invoke name="|<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:invoke name="|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>\\s*<atem:invoke name="|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:invoke name="|<atem:function_calls>\\s*<atem:invoke name="|<atem:invoke name=")[^"\\s]{5,}',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_4_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_4_ALIVE = _regex.compile(
+    '(?:<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>\\s*<atem:invoke name="|<\\|start\\|>\\s*assistant[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:invoke name="|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:function_calls>\\s*<atem:invoke name="|[^\\S\\n]*to=(?!self<|user<)[A-Za-z0-9_.\\-]+<\\|message\\|>\\s*<atem:invoke name="|<atem:function_calls>\\s*<atem:invoke name="|<atem:invoke name=")[^"]{5,}',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TAIL_30 = _regex.compile(
     "<\\|eot\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -519,7 +568,7 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(),
-            tails=((_RE_TAIL_15, ()),),
+            tails=((_RE_TAIL_30, ()),),
             pump=0,
             any_pump=9,
             reach=(0, False),
@@ -534,11 +583,91 @@ class Parser(_base.ParserBase):
             ws_hold=False,
             runs=(
                 (
+                    _RE_CONTENT_OPEN_3_HOLD_0_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_1_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_REASONING_CONTENT_OPEN_0_ALIVE_0,
                     _RE_REASONING_CONTENT_OPEN_0_PAST_0,
                     _RE_REASONING_CONTENT_OPEN_0_REST_0,
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "t",
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_0_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("t", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_1_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ("t", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_CONTENT_OPEN_3_HOLD_1_RUN,
+                    _RE_CONTENT_OPEN_3_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_2_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_2_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_OPEN_3_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_3_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_3_ALIVE,
+                    ((('"', _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_4_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_4_ALIVE,
+                    ((('"', _RE_TOOL_CALLS_OPEN_2_BOUNDED_HOLD_0_REST_0_1),),),
                 ),
             ),
             pump=2,

@@ -85,6 +85,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -121,6 +133,24 @@ _RE_TOOL_CALLS_OPEN_1_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_2 = _regex.compile(
     "[^>\\n]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    "tool_call>\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    "[^>\\n]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<tool_call>\\s*<function=)[^>\\n]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1 = _regex.compile(
+    "\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|im_end\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -133,7 +163,13 @@ _RE_CONTENT_CLOSE_3_REST_0 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_0 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: run)
-_RE_TAIL_28 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_40 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -602,6 +638,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -623,16 +669,47 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_40,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -659,6 +736,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -680,16 +767,47 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
                     _RE_CONTENT_CLOSE_3_RUN_0,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_28,
+                    _RE_TAIL_40,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -71,6 +71,30 @@ _RE_TOOL_CALLS_OPEN_1_WS_ANY = _regex.compile(
     "(?:\\G|(?<!\\s))(?:(?:\\s*<function_calls>|(?<=<function_calls>(?:(?!</function_calls>).)*\\))\\n)\\s*(?P<name>[A-Za-z_][A-Za-z0-9_.\\-]*)\\()|(?!)",
     _regex.DOTALL,
 )  # fields.tool_calls.open_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:\\)|\\)\\s*\\n)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "/function_calls>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_1_RUN = _regex.compile(
+    "[A-Za-z0-9_.\\-]+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\)\\s*\\n\\s*[A-Za-z_])[A-Za-z0-9_.\\-]*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_1_REST_1_1 = _regex.compile(
+    "\\s*[A-Za-z_][A-Za-z0-9_.\\-]*\\(", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -83,6 +107,20 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<function_calls>|(?<=<function_calls>(?:(?!</function_calls>).)*\\))\\n)\\s{17,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<function_calls>\\s*[A-Za-z_]|(?<=<function_calls>(?:(?!</function_calls>).)*\\))\\n\\s*[A-Za-z_])[A-Za-z0-9_.\\-]{17,}",
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -119,7 +157,7 @@ _RE_CONTENT_CLOSE_3_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_22 = _regex.compile(
+_RE_TAIL_34 = _regex.compile(
     "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -485,7 +523,33 @@ class Parser(_base.ParserBase):
             quiet=_quiet_tool_calls,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            ("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("\n", _RE_TOOL_CALLS_CLOSE_2_HOLD_1_REST_1_1),
+                        ),
+                    ),
+                ),
+            ),
             pump=1,
             any_pump=18,
             reach=(0, False),
@@ -505,6 +569,26 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_REST_0,
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    ((("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    ((("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),),),
                 ),
                 (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
@@ -530,7 +614,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_34,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -557,6 +641,26 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    ((("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),),),
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    ((("(", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_1_0),),),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -580,7 +684,7 @@ class Parser(_base.ParserBase):
             ),
             tails=(
                 (
-                    _RE_TAIL_22,
+                    _RE_TAIL_34,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -65,6 +65,74 @@ _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]\\s*|(?=<\\|/tool_call\\|>|<\\|end\\|>|<\\|endoftext\\|>)|\\Z)|(?!)",
     _regex.DOTALL,
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\})|(?<=\\})\\s*\\}|(?<=\\})\\s*\\}\\s*,)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1 = _regex.compile(
+    "\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2 = _regex.compile(
+    "\\s*,\\s*\\{", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1 = _regex.compile(
+    "\\s*\\]\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|/tool_call\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_2 = _regex.compile(
+    "\\s*<\\|/tool_call\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_1 = _regex.compile(
+    "\\|end\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_2 = _regex.compile(
+    "\\s*<\\|end\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_4_1 = _regex.compile(
+    "\\|endoftext\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_4_2 = _regex.compile(
+    "\\s*<\\|endoftext\\|>", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_5_0 = _regex.compile(
+    "\\s*\\Z", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:|\\s*<\\|tool_call\\|>|\\s*<\\|tool_call\\|>\\s*\\[?|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:arguments|parameters)"|\\s*functools|\\s*functools\\s*\\[|\\s*functools\\s*\\[\\s*\\{|\\s*functools\\s*\\[\\s*\\{\\s*"name"|\\s*functools\\s*\\[\\s*\\{\\s*"name"\\s*:|\\s*functools\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\s*functools\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\s*functools\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:arguments|parameters)"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"(?:arguments|parameters)")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    '(?:arguments|parameters)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"(?:arguments|parameters)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\s*<\\|tool_call\\|>\\s*\\[?\\s*\\{\\s*"name"\\s*:\\s*"|\\s*functools\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"(?:arguments|parameters)"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|/tool_call\\|>)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -101,16 +169,31 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_CONTENT_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: alive)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "\\|/tool_call\\|>\\s*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_2_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|endoftext\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_45 = _regex.compile(
     "\\s*<\\|end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_19 = _regex.compile(
+_RE_TAIL_46 = _regex.compile(
     "\\s*<\\|/tool_call\\|>\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_20 = _regex.compile(
+_RE_TAIL_47 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_21 = _regex.compile(
+_RE_TAIL_48 = _regex.compile(
     "\\s*<\\|end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -342,7 +425,39 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            ("{", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            (",", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_2),
+                        ),
+                        (
+                            ("]", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_2_2),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_3_2),
+                        ),
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_4_1),
+                            ("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_4_2),
+                        ),
+                        (("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_5_0),),
+                    ),
+                ),
+            ),
             pump=0,
             any_pump=16,
             reach=(16, False),
@@ -356,6 +471,30 @@ class Parser(_base.ParserBase):
             memos=(),
             ws_hold=True,
             runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
                 (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
@@ -377,20 +516,38 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_2,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_45,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_46,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_47,
                     (
-                        _RE_TAIL_19,
-                        _RE_TAIL_21,
+                        _RE_TAIL_46,
+                        _RE_TAIL_48,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
@@ -409,6 +566,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -429,20 +610,38 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_2_RUN_2,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_CONTENT_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_2_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_2_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_18,
+                    _RE_TAIL_45,
                     (
-                        _RE_TAIL_19,
+                        _RE_TAIL_46,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),
                 (
-                    _RE_TAIL_20,
+                    _RE_TAIL_47,
                     (
-                        _RE_TAIL_19,
-                        _RE_TAIL_21,
+                        _RE_TAIL_46,
+                        _RE_TAIL_48,
                         _RE_TOOL_CALLS_OPEN_0,
                     ),
                 ),

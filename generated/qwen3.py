@@ -84,6 +84,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -96,6 +108,9 @@ _RE_TOOL_CALLS_OPEN_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "tool_call>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -120,16 +135,31 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_25 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "(?<=</tool_call>\\s*</think>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "/think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|endoftext\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_35 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_26 = _regex.compile(
+_RE_TAIL_36 = _regex.compile(
     "\\s*</think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_27 = _regex.compile(
+_RE_TAIL_37 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_28 = _regex.compile(
+_RE_TAIL_38 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -627,11 +657,31 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -647,21 +697,39 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_26,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_37,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_28,
+                        _RE_TAIL_36,
+                        _RE_TAIL_38,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -688,11 +756,31 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
                     _RE_TOOL_CALLS_OPEN_2_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
@@ -708,21 +796,39 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_25,
+                    _RE_TAIL_35,
                     (
-                        _RE_TAIL_26,
+                        _RE_TAIL_36,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_27,
+                    _RE_TAIL_37,
                     (
-                        _RE_TAIL_26,
-                        _RE_TAIL_28,
+                        _RE_TAIL_36,
+                        _RE_TAIL_38,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -89,6 +89,18 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_2_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -125,6 +137,24 @@ _RE_TOOL_CALLS_OPEN_2_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_2_RUN_2 = _regex.compile(
     "[^>\\n]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1 = _regex.compile(
+    "function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2 = _regex.compile(
+    "tool_call>\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN = _regex.compile(
+    "[^>\\n]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<tool_call>\\s*<function=)[^>\\n]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_1 = _regex.compile(
+    "\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_4_ALIVE_0 = _regex.compile(
     "(?:\\s*<\\|im_end\\|>)[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -149,16 +179,31 @@ _RE_CONTENT_CLOSE_4_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_4_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_33 = _regex.compile(
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0 = _regex.compile(
+    "(?<=</tool_call>\\s*</think>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1 = _regex.compile(
+    "/think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1 = _regex.compile(
+    "\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1 = _regex.compile(
+    "\\|endoftext\\|>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_48 = _regex.compile(
     "\\s*<\\|im_end\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_34 = _regex.compile(
+_RE_TAIL_49 = _regex.compile(
     "\\s*</think>(?<=</tool_call>\\s*</think>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
-_RE_TAIL_35 = _regex.compile(
+_RE_TAIL_50 = _regex.compile(
     "\\s*<\\|endoftext\\|>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
-_RE_TAIL_36 = _regex.compile(
+_RE_TAIL_51 = _regex.compile(
     "\\s*<\\|im_end\\|>[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: an alternative tried first)
 
@@ -666,6 +711,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
@@ -687,6 +742,27 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -700,21 +776,39 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_34,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_35,
+                    _RE_TAIL_50,
                     (
-                        _RE_TAIL_34,
-                        _RE_TAIL_36,
+                        _RE_TAIL_49,
+                        _RE_TAIL_51,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
@@ -741,6 +835,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_2_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_2_PAST_0,
                     _RE_TOOL_CALLS_OPEN_2_REST_0,
@@ -762,6 +866,27 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_2_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_2_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_2_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_4_ALIVE_0,
                     _RE_CONTENT_CLOSE_4_PAST_0,
                     _RE_CONTENT_CLOSE_4_REST_0,
@@ -775,21 +900,39 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_4_RUN_1,
                     "",
                 ),
+                (
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_0_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_1),
+                        ),
+                        (
+                            (">", _RE_CONTENT_CLOSE_4_HOLD_0_REST_1_0),
+                            ("<", _RE_CONTENT_CLOSE_4_HOLD_0_REST_2_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_33,
+                    _RE_TAIL_48,
                     (
-                        _RE_TAIL_34,
+                        _RE_TAIL_49,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),
                 ),
                 (
-                    _RE_TAIL_35,
+                    _RE_TAIL_50,
                     (
-                        _RE_TAIL_34,
-                        _RE_TAIL_36,
+                        _RE_TAIL_49,
+                        _RE_TAIL_51,
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_2,
                     ),

@@ -73,6 +73,18 @@ _RE_TOOL_CALLS_CLOSE_2_REST_0 = _regex.compile(
 _RE_TOOL_CALLS_CLOSE_2_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.tool_calls.close_pattern (run hold 0: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE = _regex.compile(
+    "(?:</function>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1 = _regex.compile(
+    "/seed:tool_call>\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
 _RE_REASONING_CONTENT_OPEN_0_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: alive)
@@ -85,6 +97,15 @@ _RE_REASONING_CONTENT_OPEN_0_REST_0 = _regex.compile(
 _RE_REASONING_CONTENT_OPEN_0_RUN_0 = _regex.compile(
     "\\s+", _regex.DOTALL
 )  # fields.reasoning_content.open_pattern (run hold 0: run)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    "(?:)\\s*", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: alive)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
+_RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    "seed:think>", _regex.DOTALL
+)  # fields.reasoning_content.open_pattern (run hold: rest)
 _RE_TOOL_CALLS_OPEN_1_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 0: alive)
@@ -121,6 +142,24 @@ _RE_TOOL_CALLS_OPEN_1_REST_2 = _regex.compile(
 _RE_TOOL_CALLS_OPEN_1_RUN_2 = _regex.compile(
     "[^>\\n]+", _regex.DOTALL
 )  # fields.tool_calls.open_pattern (run hold 2: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:|\\s*<seed:tool_call>)\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1 = _regex.compile(
+    "function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2 = _regex.compile(
+    "seed:tool_call>\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN = _regex.compile(
+    "[^>\\n]+", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE = _regex.compile(
+    "(?:\\s*<seed:tool_call>\\s*<function=)[^>\\n]*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1 = _regex.compile(
+    "\\s*<function=[^>\\n]+>", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_3_ALIVE_0 = _regex.compile(
     "(?:)\\s*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -145,7 +184,13 @@ _RE_CONTENT_CLOSE_3_REST_1 = _regex.compile(
 _RE_CONTENT_CLOSE_3_RUN_1 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 1: run)
-_RE_TAIL_32 = _regex.compile(
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0 = _regex.compile(
+    "[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1 = _regex.compile(
+    "seed:eos>[\\s\\S]*", _regex.DOTALL
+)  # fields.content.close_pattern (run hold: rest)
+_RE_TAIL_47 = _regex.compile(
     "\\s*<seed:eos>", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -624,6 +669,16 @@ class Parser(_base.ParserBase):
                     _RE_TOOL_CALLS_CLOSE_2_RUN_0,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_CLOSE_2_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             pump=0,
             any_pump=28,
@@ -643,6 +698,16 @@ class Parser(_base.ParserBase):
                     _RE_REASONING_CONTENT_OPEN_0_REST_0,
                     _RE_REASONING_CONTENT_OPEN_0_RUN_0,
                     "<",
+                ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
                 ),
                 (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
@@ -666,6 +731,27 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -679,10 +765,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_32,
+                    _RE_TAIL_47,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,
@@ -709,6 +805,16 @@ class Parser(_base.ParserBase):
                     "<",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_TOOL_CALLS_OPEN_1_ALIVE_0,
                     _RE_TOOL_CALLS_OPEN_1_PAST_0,
                     _RE_TOOL_CALLS_OPEN_1_REST_0,
@@ -730,6 +836,27 @@ class Parser(_base.ParserBase):
                     ">",
                 ),
                 (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_1),
+                            ("<", _RE_TOOL_CALLS_OPEN_1_HOLD_0_REST_0_2),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_1_HOLD_1_ALIVE,
+                    (
+                        (
+                            (">", _RE_REASONING_CONTENT_OPEN_0_HOLD_0_REST_0_0),
+                            (">", _RE_TOOL_CALLS_OPEN_1_HOLD_1_REST_0_1),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_3_ALIVE_0,
                     _RE_CONTENT_CLOSE_3_PAST_0,
                     _RE_CONTENT_CLOSE_3_REST_0,
@@ -743,10 +870,20 @@ class Parser(_base.ParserBase):
                     _RE_CONTENT_CLOSE_3_RUN_1,
                     "",
                 ),
+                (
+                    _RE_TOOL_CALLS_CLOSE_2_HOLD_0_RUN,
+                    _RE_REASONING_CONTENT_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (">", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_0),
+                            ("<", _RE_CONTENT_CLOSE_3_HOLD_0_REST_0_1),
+                        ),
+                    ),
+                ),
             ),
             tails=(
                 (
-                    _RE_TAIL_32,
+                    _RE_TAIL_47,
                     (
                         _RE_REASONING_CONTENT_OPEN_0,
                         _RE_TOOL_CALLS_OPEN_1,

@@ -67,6 +67,44 @@ _RE_TOOL_CALLS_CLOSE_1_ANY = _regex.compile(
     "(?<=\\})\\s*\\}\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|eot_id\\|>|<\\|im_end\\|>)|\\Z)|(?!)",
     _regex.DOTALL,
 )  # fields.tool_calls.close_pattern (partial searches of long texts, see scan.search_partial)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN = _regex.compile(
+    "\\s+", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: run)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE = _regex.compile(
+    "(?:(?<=\\}))\\s*", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: alive)
+_RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*(?:,(?=\\s*\\{)|\\]|(?=<\\|eot_id\\|>|<\\|im_end\\|>)|\\Z)", _regex.DOTALL
+)  # fields.tool_calls.close_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE = _regex.compile(
+    '(?:\\A|\\A\\s*\\[|\\A\\s*\\[\\s*\\{|\\A\\s*\\[\\s*\\{\\s*"name"|\\A\\s*\\[\\s*\\{\\s*"name"\\s*:|\\A\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|\\A\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|\\A\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments"|(?<=,)|(?<=,)\\s*\\{|(?<=,)\\s*\\{\\s*"name"|(?<=,)\\s*\\{\\s*"name"\\s*:|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*"[^"]+"\\s*,\\s*"arguments")\\s*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0 = _regex.compile(
+    "\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1 = _regex.compile(
+    'arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2 = _regex.compile(
+    '\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3 = _regex.compile(
+    '\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN = _regex.compile(
+    '[^"]+', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: run)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE = _regex.compile(
+    '(?:\\A\\s*\\[\\s*\\{\\s*"name"\\s*:\\s*"|(?<=,)\\s*\\{\\s*"name"\\s*:\\s*")[^"]*',
+    _regex.DOTALL,
+)  # fields.tool_calls.open_pattern (run hold: alive)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0 = _regex.compile(
+    "\\s*:\\s*", _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
+_RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3 = _regex.compile(
+    '[^"]+"\\s*,\\s*"arguments"\\s*:\\s*', _regex.DOTALL
+)  # fields.tool_calls.open_pattern (run hold: rest)
 _RE_CONTENT_CLOSE_2_ALIVE_0 = _regex.compile(
     "(?:\\s*(?:<\\|eot_id\\|>|<\\|im_end\\|>))[\\s\\S]*", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 0: alive)
@@ -103,7 +141,7 @@ _RE_CONTENT_CLOSE_2_REST_2 = _regex.compile(
 _RE_CONTENT_CLOSE_2_RUN_2 = _regex.compile(
     "[\\s\\S]+", _regex.DOTALL
 )  # fields.content.close_pattern (run hold 2: run)
-_RE_TAIL_18 = _regex.compile(
+_RE_TAIL_30 = _regex.compile(
     "\\s*(?:<\\|eot_id\\|>|<\\|im_end\\|>)", _regex.DOTALL
 )  # fields.content.close_pattern (tail hold: its head)
 
@@ -327,7 +365,13 @@ class Parser(_base.ParserBase):
             quiet=None,
             memos=(),
             ws_hold=True,
-            runs=(),
+            runs=(
+                (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_ALIVE,
+                    ((("}", _RE_TOOL_CALLS_CLOSE_1_HOLD_0_REST_0_0),),),
+                ),
+            ),
             pump=0,
             any_pump=12,
             reach=(16, False),
@@ -342,6 +386,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -363,7 +431,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_30, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=25,
             reach=(16, False),
@@ -378,6 +446,30 @@ class Parser(_base.ParserBase):
             ws_hold=True,
             runs=(
                 (
+                    _RE_TOOL_CALLS_CLOSE_1_HOLD_0_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_0_ALIVE,
+                    (
+                        (
+                            (":", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            (",", _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_2),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_RUN,
+                    _RE_TOOL_CALLS_OPEN_0_HOLD_1_ALIVE,
+                    (
+                        (
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_0),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_1),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_0_REST_0_3),
+                            ('"', _RE_TOOL_CALLS_OPEN_0_HOLD_1_REST_0_3),
+                        ),
+                    ),
+                ),
+                (
                     _RE_CONTENT_CLOSE_2_ALIVE_0,
                     _RE_CONTENT_CLOSE_2_PAST_0,
                     _RE_CONTENT_CLOSE_2_REST_0,
@@ -399,7 +491,7 @@ class Parser(_base.ParserBase):
                     "",
                 ),
             ),
-            tails=((_RE_TAIL_18, (_RE_TOOL_CALLS_OPEN_0,)),),
+            tails=((_RE_TAIL_30, (_RE_TOOL_CALLS_OPEN_0,)),),
             pump=1,
             any_pump=25,
             reach=(16, False),

@@ -85,11 +85,14 @@ cdef class ParserBase:
     cpdef _check_stable(self, str buf, Py_ssize_t pos)
     @cython.locals(record=State)
     cpdef _check_tail(self, str buf, Py_ssize_t pos)
-    @cython.locals(pump=Py_ssize_t, n=Py_ssize_t, k=Py_ssize_t, record=State)
-    cpdef _check_run(self, str held)
+    @cython.locals(pump=Py_ssize_t, n=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, record=State)
+    cpdef _check_run(self, str buf, Py_ssize_t pos)
+    cpdef tuple _scan_buffer(self, str text)
     cpdef dict _message(self)
 
 
 cpdef str _cut_prefix(cls, str prefix)
 cpdef _store(dict out, str name, join, bint repeats, value)
 cpdef dict _captures(match)
+@cython.locals(count=Py_ssize_t, i=Py_ssize_t)
+cpdef bint _run_lasts(tuple entry, str buf, Py_ssize_t pos, Py_ssize_t n)

@@ -140,6 +140,45 @@ def _char_run(c: str) -> Any:
     return found
 
 
+#: a stop character found more often than this in a held text: the run hold is not tried
+#: (each one costs a match of what follows it; see _run_lasts)
+_MAX_STOP_FINDS = 32
+
+
+def _run_lasts(entry: tuple, buf: str, pos: int, n: int) -> bool:
+    """A run hold ``(run, alive, stops)`` of a watched delimiter (compiler/regexinfo.py's
+    run_holds): does the held ``buf[pos:n]`` end in the delimiter's run of a class (``run``),
+    with a partial match from ``pos`` still in it (``alive`` matches all of it), and can no
+    way of matching complete anywhere in it while only characters of the class follow (for
+    every way some stop character ``F``, which the run cannot give, occurs in the held text
+    nowhere that what follows it in the way, ``rest``, matches from, partially or not)? Then
+    the scan holds all of it again whatever characters of the class follow."""
+    run, alive, stops = entry
+    if run.fullmatch(buf, n - 1) is None or alive.fullmatch(buf, pos) is None:
+        return False
+    seen: dict = {}
+    for pairs in stops:
+        for stop, rest in pairs:
+            key = (stop, rest)
+            clear = seen.get(key)
+            if clear is None:
+                clear = True
+                count = 0
+                i = buf.find(stop, pos)
+                while i >= 0:
+                    count += 1
+                    if count > _MAX_STOP_FINDS or rest.match(buf, i + 1, partial=True) is not None:
+                        clear = False
+                        break
+                    i = buf.find(stop, i + 1)
+                seen[key] = clear
+            if clear:
+                break  # no way through this stop goes on: this way cannot complete in the run
+        else:
+            return False
+    return True
+
+
 class ParserBase:
     """Streaming parser state machine; see the module docstring."""
 
@@ -272,7 +311,8 @@ class ParserBase:
                         self._stable = ""  # a lasting hold (see _stays_held)
                         self._stable_edge = ""
                     elif (self._runs or self._pump >= 0) and not cut and len(held) >= self._run_check:
-                        self._check_run(held)
+                        buf, at = self._scan_buffer(held)
+                        self._check_run(buf, at)
                     if not cut:
                         return []
                     x = x[:cut]
@@ -489,7 +529,7 @@ class ParserBase:
                             and n - pos >= self._run_check
                             and self._stable is None
                         ):
-                            self._check_run(buf[pos:])
+                            self._check_run(buf, pos)
                     break
                 begin, end, action, match = found
                 if begin > pos:
@@ -761,52 +801,76 @@ class ParserBase:
                 self._more.clear()
                 self._more_blocks.clear()
 
-    def _check_run(self, held: str) -> None:
-        """All of ``held`` is held: is it a run of whitespace in a state where that lasts
-        (scan.State.ws_hold), a watched delimiter's match still inside its run of one
-        character class (see scan.State.runs), or a text that ends in a long run of one
-        character in a state whose delimiters match alike however long that run grows
-        (scan.State.pump for whitespace, any_pump for other characters)? Then it lasts while only characters of that class
-        (that character) follow. (Checked again only once the hold has doubled: linear.)"""
-        self._run_check = 2 * len(held)
-        if self._ws_hold and only_ws(held):
+    def _check_run(self, buf: str, pos: int) -> None:
+        """All of ``buf[pos:]`` is held (``buf`` the scan's buffer, its context before
+        ``pos``): is it a run of whitespace in a state where that lasts (scan.State.ws_hold),
+        a watched delimiter's match still inside its run of one character class (see
+        scan.State.runs), or a text that ends in a long run of one character in a state
+        whose delimiters match alike however long that run grows (scan.State.pump for
+        whitespace, any_pump for other characters)? Then it lasts while only characters of
+        that class (that character) follow. (Checked again only once the hold has doubled:
+        linear.)"""
+        n = len(buf)
+        self._run_check = 2 * (n - pos)
+        if self._ws_hold and only_ws(buf[pos:] if pos else buf):
             self._stable = ""  # a held whitespace run (scan.State.ws_hold)
             self._stable_edge = ""
             return
-        for alive, past, rest, run, stop in self._runs:
-            if run.fullmatch(held, len(held) - 1) is None or alive.fullmatch(held) is None:
+        for entry in self._runs:
+            if len(entry) == 3:
+                if _run_lasts(entry, buf, pos, n):
+                    self._stable = entry[0]
+                    self._stable_edge = ""
+                    return
+                continue
+            alive, past, rest, run, stop = entry
+            if run.fullmatch(buf, n - 1) is None or alive.fullmatch(buf, pos) is None:
                 continue  # no way of matching is in the run (or the run is yet to start)
             # a way of matching that took a stop character already and is still alive
             # could complete without one more: then the scan must see what follows (a run
             # that ends the pattern has no stop character: its match grows with the run)
-            i = held.find(stop) if stop else -1
+            i = buf.find(stop, pos) if stop else -1
             while i >= 0:
-                if past.fullmatch(held, 0, i + 1) is not None and rest.fullmatch(held, i + 1, partial=True) is not None:
+                if past.fullmatch(buf, pos, i + 1) is not None and rest.fullmatch(buf, i + 1, partial=True) is not None:
                     break
-                i = held.find(stop, i + 1)
+                i = buf.find(stop, i + 1)
             else:
                 self._stable = run
                 self._stable_edge = ""
                 return
         pump = self._pump
         if pump >= 0:
-            # The scan holds all of ``held``; with a run of ``c`` longer than the state's
-            # pump bound at its end, ``held + c...`` matches as ``held`` does (the run one
-            # longer in every way of matching: regexinfo.ws_pump, or regexinfo.any_pump for
-            # a character other than whitespace), so the scan would hold it all again. (The
-            # run is walked once per doubling of the hold: linear.)
-            n = len(held)
-            c = held[n - 1]
+            # The scan holds all of ``buf[pos:]``; with a run of ``c`` longer than the
+            # state's pump bound at its end, ``buf + c...`` matches as ``buf`` does (the run
+            # one longer in every way of matching: regexinfo.ws_pump, or regexinfo.any_pump
+            # for a character other than whitespace), so the scan would hold it all again.
+            # (The run is walked once per doubling of the hold: linear.)
+            c = buf[n - 1]
             if c not in REGEX_WS:
                 record: State = self._states[self._state]
                 pump = record.any_pump
             if pump >= 0:
                 k = n - 1
-                while k > 0 and held[k - 1] == c:
+                while k > pos and buf[k - 1] == c:
                     k -= 1
                 if n - k > 2 * pump + _PUMP_MARGIN:
                     self._stable = _char_run(c)
                     self._stable_edge = ""
+
+    def _scan_buffer(self, text: str) -> tuple[str, int]:
+        """``(buf, pos)``: the buffer a scan of ``text`` (all the input not consumed yet) reads,
+        the context it looks back on then ``text``, and where ``text`` starts in it (as
+        _commit builds it)."""
+        keep = self._keep
+        if keep >= 0:
+            ctx = self._ctx
+        else:
+            reach = self._states[self._state].reach
+            if reach is not None:
+                ctx = _context_tail(self._ctx, self._ctx_more, reach) if reach[0] or reach[1] else ""
+            else:
+                ctx = self._whole_context()
+        return (ctx + text if ctx else text), len(ctx)
 
     def _check_tail(self, buf: str, pos: int) -> None:
         """After a scan that holds ``buf[pos:]``: is the hold a match of a delimiter that runs

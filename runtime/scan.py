@@ -171,7 +171,11 @@ class State:
     run_splits): a held text that ``alive`` (``HEAD C*``) matches whole, and where no ``F``
     ends a ``past`` (``HEAD C* F``) with a beginning of ``rest`` after it, is a match still
     inside its run of ``C``: it stays held while what follows is all ``C`` (``run``), and
-    the scan need not run. ``tails``: ``(head, others)`` for each watched delimiter that is
+    the scan need not run. An entry ``(run, alive, stops)`` is a watched delimiter's runs of
+    one class read way by way (compiler/regexinfo.py's run_holds; runtime/base.py's
+    _run_lasts): a held text that ends in the class (``run``), that ``alive`` matches whole,
+    and where for each way some ``(F, rest)`` of ``stops`` finds no ``F`` with ``rest``
+    matching after it, stays held the same way. ``tails``: ``(head, others)`` for each watched delimiter that is
     ``HEAD`` then everything to the end of the text (``[\\s\\S]*``; compiler/regexinfo.py's
     tail_split): a held text that ``head`` matches from its start, where none of the state's
     other delimiters (``others``) matches, even partially, is that delimiter's match for good

@@ -798,3 +798,94 @@ def test_any_pump_runs_match_alike():
                     assert got[0] == got[1], (case, pattern, k, texts[0], start, how, partial, got)
         checked += 1
     assert checked > 100, checked
+
+
+# --- regexinfo.run_holds: a held match inside a run, read way by way --------------------
+def _compiled_hold(entry):
+    cls, alive, stops = entry
+    return (
+        regex.compile(cls + "+", FLAGS),
+        regex.compile(alive, FLAGS),
+        tuple(tuple((stop, regex.compile(rest, FLAGS)) for stop, rest in pairs) for pairs in stops),
+    )
+
+
+def test_run_holds_read_each_way():
+    """The shapes run_splits does not read: a run in a group inside a group (Kimi-K2's name in
+    its id), top-level alternatives and lookbehinds (granite's and mistral's opens), a
+    lookahead before the run (functionary), an optional group with the run inside
+    (devstral's call id), a trailing lookahead read as text (olmo3's call close); a back
+    reference after the run is read as any text (muse-glimmer's doubled name)."""
+    from respc.compiler.regexinfo import run_holds
+
+    def entry(pattern, cls):
+        found = {c: (alive, stops) for c, alive, stops in run_holds(pattern)}
+        assert cls in found, (pattern, sorted(found))
+        return found[cls]
+
+    kimi = r"\s*(?:<\|tool_calls?_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[\w\-.]*\.)?(?P<name>[\w\-]+):\d+)\s*<\|tool_call_argument_begin\|>"
+    alive, stops = entry(kimi, r"[\w\-]")
+    assert regex.fullmatch(alive, "<|tool_call_begin|>functions.get_weather", FLAGS)
+    assert all((":", r"\d+\s*<\|tool_call_argument_begin\|>") in pairs for pairs in stops)
+    alive, _ = entry(r">>>(?!all\n)(?P<name>[A-Za-z_][\w.\-]*)\n", r"[\w.\-]")
+    assert alive.endswith(r"[\w.\-]{4,}")  # (the lookahead reads 4 characters past where it is)
+    alive, _ = entry(r'(?:\s*<x>\s*\[?|(?<=,))\s*\{\s*"(?P<name>[^"]+)"\s*:', '[^"]')
+    assert regex.fullmatch(alive, ',{"get', FLAGS) is None and regex.fullmatch(f"(?:{alive})", ' <x>[{"get', FLAGS)
+    alive, _ = entry(r"\[T\](?P<name>[^\[]+)(?:\[ID\][^\[]*)?\[A\]", r"[^\[]")
+    assert regex.fullmatch(alive, "[T]get[ID]k7Q", FLAGS)
+    alive, stops = entry(r"\)\s*</f>\s*|\)(?=\s*\n\s*[A-Za-z_][A-Za-z0-9_.\-]*\()", r"[A-Za-z0-9_.\-]")
+    assert regex.fullmatch(alive, ")\nget_time", FLAGS) and ("(", "") in stops[-1]
+    _, stops = entry(r'<i n="(?:(?P<name>[^"\s]+?)(?:\.(?P=name))?|(?P<name>[^"]+?))">', r'[^"\s]')
+    assert all("(?P=" not in rest for pairs in stops for _, rest in pairs)
+    # a way with no character out of the run: the class held leaves out its last one
+    # (mistral's close, whose way without the id takes only \s and })
+    assert [c for c, _, _ in run_holds(r'(?<=\})\s*(?:,\s*"id"\s*:\s*"[^"]*"\s*)?\}\s*(?:,|\])')] == [r"\s", r'(?:(?![\}])[^"])']
+    # nothing to read: a way that takes no character at all, a back reference in the head
+    assert run_holds(r"<a>[a-z]+;|[a-z]*") == []
+    assert [c for c, _, _ in run_holds(r"(?P<q>[ab])(?P=q)[a-z]+;")] == []
+
+
+#: (pattern, context before the held text, beginnings of held texts) for the soundness check
+_HOLD_CASES = [
+    (r"\s*(?:<\|s\|>\s*)?<\|c\|>\s*(?P<id>(?:[\w\-.]*\.)?(?P<name>[\w\-]+):\d+)\s*<\|a\|>", "", ["<|c|>", "<|s|><|c|>f.", "<|c|>x:1", " <|c|>a.b"]),
+    (r'(?<=\})\s*(?:,\s*"id"\s*:\s*"[^"]*"\s*)?\}\s*(?:,(?=\s*\{)|\]|(?=</s>)|\Z)', "}", [', "id": "', ' , "id":"a}', "  "]),
+    (r'(?:\A\s*|<\|p\|>\s*|(?<=\}\s*;)\s*)\{\s*(?:"type"\s*:\s*"f"\s*,\s*)?"name"\s*:\s*"(?P<name>[^"]+)"\s*,\s*"(?:parameters|arguments)"\s*:\s*', "x", ['<|p|>{"name": "', '<|p|>{"type": "f", "name": "a', '<|p|>{"name": "a", ']),
+    (r">>>(?!all\n)(?P<name>[A-Za-z_][\w.\-]*)\n", "", [">>>", ">>>al", ">>>a.b"]),
+    (r"\)\s*</f>\s*|\)(?=\s*\n\s*[A-Za-z_][A-Za-z0-9_.\-]*\()", "", [")\n", ") \n a", ")\nab(c"]),
+    (r'<i n="(?:(?P<name>[^"\s]+?)(?:\.(?P=name))?|(?P<name>[^"]+?))">', "", ['<i n="', '<i n="a.', '<i n="a b']),
+    (r"(?:<a>|<b>x)[a-z;]+;(?P<q>[a-z]*)>|<c>[a-z]+", "", ["<a>", "<b>x", "<a>ab;", "<c>"]),
+]
+
+
+def test_run_holds_are_sound():
+    """Where the runtime's check of a run hold (runtime/base.py's _run_lasts) holds a text, the
+    pattern matches it partially from its start, and completely nowhere, however characters of
+    the run's class go on: the scan would hold all of it again (random held texts and runs,
+    seeded)."""
+    import random
+
+    from respc.compiler.regexinfo import run_holds
+    from respc.runtime.base import _run_lasts
+
+    rng = random.Random("run-holds")
+    pool = 'abx_.-:;"}{<>|( \n1'
+    held = 0
+    for pattern, ctx, beginnings in _HOLD_CASES:
+        rx = regex.compile(pattern, FLAGS)
+        entries = [_compiled_hold(entry) for entry in run_holds(pattern)]
+        assert entries, pattern
+        for entry in entries:
+            chars = [c for c in pool if entry[0].fullmatch(c)]
+            for _ in range(150):
+                text = rng.choice(beginnings) + "".join(rng.choice(chars) for _ in range(rng.randint(1, 12)))
+                buf = ctx + text
+                if not _run_lasts(entry, buf, len(ctx), len(buf)):
+                    continue
+                held += 1
+                for _ in range(6):
+                    grown = buf + "".join(rng.choice(chars) for _ in range(rng.randint(0, 10)))
+                    m = rx.match(grown, len(ctx), partial=True)
+                    assert m is not None and m.partial, (pattern, text, grown)
+                    for start in range(len(ctx), len(grown) + 1):
+                        assert rx.match(grown, start) is None, (pattern, text, grown, start)
+    assert held > 200, held

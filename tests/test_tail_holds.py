@@ -40,6 +40,9 @@ CASES = [
     ("phi-4-mini", "hi<|end|>", "<|/tool_call|>"),
     # L\s*(?:A[\s\S]*|\Z): the tail in the first alternative, \Z after it (regexinfo.tail_splits)
     ("gigachat3", '<|function_call|>{"name": "f", "arguments": {"a": 1}}<|message_sep|>', '\n\nfunction call<|role_sep|>\n{"name": "g", "arguments": {}}'),
+    # a head with a negative lookahead: gigachat3's content close, <\|message_sep\|>(?!\s*function call)
+    ("gigachat3", "ok<|message_sep|>\n\nuser", "<|role_sep|>\nMerci\n\nuser"),
+    ("gigachat3", "ok<|message_sep|>\n\nfunction ca", "\n\nfunction ca"),
 ]
 
 
@@ -112,6 +115,8 @@ def test_tail_holds_match_the_reference(name, head, after):
         ("</s>(?P<rest>[\\s\\S]*)", None),  # a capture
         ("(?P<n>x)</s>[\\s\\S]*", None),
         ("</s>(?=y)[\\s\\S]*", None),  # the head looks past its match
+        ("</s>(?!y)[\\s\\S]*", "</s>(?!y)"),  # ... only through a negative lookahead (see tail_splits)
+        ("</s>(?!y(?=z))[\\s\\S]*", None),
         ("x\\Z[\\s\\S]*", None),
         ("\\s*[\\s\\S]*", None),  # a head that matches nothing
         ("\\}\\s*(?:(?:<\\|eot_id\\|>)[\\s\\S]*|\\Z)", None),
@@ -136,6 +141,8 @@ def test_tail_split(pattern, head):
         ("\\}\\s*(?:<a>|<b>[\\s\\S]*)", [("\\}\\s*<b>", ("\\}\\s*<a>",))]),
         ("a+\\s*(?:<b>[\\s\\S]*|\\Z)", []),  # (what comes before the run is not one literal)
         ("\\}\\s*(?:\\Z|\\s<b>[\\s\\S]*)", []),
+        # a negative lookahead in the head: the head with it made positive must not match
+        ("\\s*(?:<m>(?!\\s*f c)|</s>)[\\s\\S]*", [("\\s*(?:<m>(?!\\s*f c)|</s>)", ("\\s*(?:<m>(?=\\s*f c)|</s>)",))]),
     ],
 )
 def test_tail_splits(pattern, splits):
