@@ -61,6 +61,8 @@ KNOWN_MIXED: dict[str, str] = {
     "llama3.1": _ALTERNATIVES,
     "llama3.2": _ALTERNATIVES,
     "mistral-nemo": _ALTERNATIVES + "; the close's id \"[^\"]*\" is in an optional group after a lookbehind",
+    "mistral-small-3.2": "the call id (?P<id>[^\\[\\{]*) follows the name's lookahead (?=\\[CALL_ID\\]...|\\[ARGS\\]|\\{), "
+    "which lets the older [ARGS]-less form in: no run split for a long id (the name's run is held)",
     "mistral-small-3.1": "the tool open has top-level alternatives and lookbehinds; the close's id is in an optional group: no run split",
     "muse-glimmer": "the tool open has a lookahead and a back reference (the doubled tool name): no run split",
     "olmo3": _ALTERNATIVES,
