@@ -1726,7 +1726,7 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
     for i, c, depth in _structure(pattern):
         if (depth == 0 and c == "|") or c in "^$":
             return []  # top-level alternatives (HEAD would not be one thing), or anchors
-    found = [] if _looks_around(pattern) else _run_splits(pattern, True)
+    found = _ahead_run_splits(pattern) if _looks_around(pattern) else _run_splits(pattern, True)
     try:
         lead_in, branches = _first_branches(pattern)
     except (_Unknown, IndexError):
@@ -1745,6 +1745,18 @@ def run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
             if reached and _apart(reached, others) and split not in found:
                 found.append(split)
     return found
+
+
+def _ahead_run_splits(pattern: str) -> list[tuple[str, str, str, str]]:
+    r"""The run splits of a pattern whose only lookarounds are lookaheads (``(?=``) after the run
+    (magistral's ``\[TOOL_CALLS\](?P<name>[^\[\{]+)(?=\[ARGS\]|\{)(?:\[ARGS\])?``):
+    those of a ``HEAD`` that matches one way, with no lookaround, and a ``REST`` whose every
+    match starts (a lookahead's first characters included: :func:`lead`) with a character
+    the run does not take (``F`` is ""; :func:`_run_splits`' general stop). A held match
+    still in its run cannot have gone past it while only the run's characters follow."""
+    if any(token in pattern for token in _LOOKS_AROUND if token != "(?="):
+        return []
+    return [split for split in _run_splits(pattern, True) if not split[2] and not _looks_around(split[0])]
 
 
 def _looks_around(pattern: str) -> bool:

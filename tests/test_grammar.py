@@ -31,7 +31,12 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: Sample outputs the grammar does not accept yet (see docs/grammar.md, "What cannot be
 #: expressed"): the grammar is a subset of what the parser reads. The tests check that no
 #: other sample is rejected; a listed case that becomes accepted may be dropped.
+#: xlam: an array right after ``</think>`` (a think block xLAM-2 does not write but vLLM's
+#: xlam parser reads, kept in content) is opened by a lookbehind ``(?<=</think>)``; the grammar
+#: checks each step with representative free text, which does not end in ``</think>``, so that
+#: way in is left out (the parser reads it: the call_after_think sample).
 KNOWN_REJECTED: dict[str, set[str]] = {
+    'xlam': {'call_after_think'},
 }
 
 #: Samples whose calls break the tools' schema (an integer written as a string, "3", which
@@ -90,6 +95,7 @@ KNOWN_SPECIAL_TOKEN_GAPS = {
 
 #: Samples whose grammar with special tokens rejects them yet, and why.
 KNOWN_SPECIAL_TOKEN_REJECTED: dict[tuple[str, str], str] = {
+    ('xlam', 'call_after_think'): "the (?<=</think>) way into the array is not in the grammar (see KNOWN_REJECTED)",
 }
 
 #: Templates for which no grammar is built yet, and why.

@@ -42,7 +42,10 @@ KNOWN: dict[str, str] = {}  # (muse-glimmer's doubled tool name: held by regexin
 #: lookahead as text), where every way takes a character the run cannot give; a complete
 #: held match that runs to the end is a tail hold (regexinfo.tail_splits, negative
 #: lookaheads in its head checked by _lookahead_probes: gigachat3's content close)
-KNOWN_MIXED: dict[str, str] = {}
+KNOWN_MIXED: dict[str, str] = {
+    "mistral-small-3.2": "the call id (?P<id>[^\\[\\{]*) follows the name's lookahead (?=\\[CALL_ID\\]...|\\[ARGS\\]|\\{), "
+    "which lets the older [ARGS]-less form in: no run split or run hold for a long id (the name's run is held)",
+}
 
 
 def _parts_pattern(pattern: str) -> tuple[str, list[str]]:
