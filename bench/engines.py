@@ -32,9 +32,10 @@ loaded machine disturbs far less than wall time.
 
     python bench/engines.py vllm [--quick] [--family F] [--no-sized]
 
-runs vLLM 0.33's own parsers and respc's plugin side by side instead (``main_vllm``: both
-through vLLM's ``ChatStreamProcessor`` as tests/vllm_driver.py drives it, one and four
-tokens per delta, the non-streaming parse, 10 KB / 1 MB arguments; docs/engines.md).
+runs vLLM's own parsers (0.33 or 0.34, whichever is installed) and respc's plugin side by
+side instead (``main_vllm``: both through vLLM's ``ChatStreamProcessor`` as
+tests/vllm_driver.py drives it, one and four tokens per delta, the non-streaming parse,
+10 KB / 1 MB arguments; docs/engines.md).
 """
 
 from __future__ import annotations
@@ -443,7 +444,7 @@ def _vllm_expected(family, case, tools) -> dict:
 
 def main_vllm(argv: list[str]) -> None:
     """``python bench/engines.py vllm [--quick] [--family F]``: vLLM's own parsers against
-    respc's plugin, both through vLLM 0.33's ``ChatStreamProcessor`` (see the section doc)."""
+    respc's plugin, both through vLLM's ``ChatStreamProcessor`` (0.33 or 0.34; the section doc)."""
     parser = argparse.ArgumentParser(prog="engines.py vllm", description="vLLM's own parsers against respc's plugin")
     parser.add_argument("--quick", action="store_true", help="5 rounds instead of 30")
     parser.add_argument("--family", action="append", help="only these families (repeatable)")

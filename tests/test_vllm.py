@@ -403,3 +403,59 @@ def test_reasoning_tokens_counted(family):
         else:  # one character per token here: at least the reasoning's own (less the newlines
             # that join its blocks, gpt-oss's analysis messages), at most the output's
             assert len(reasoning) - reasoning.count("\n") <= whole <= len(output_ids), (family, case["name"], whole, len(reasoning))
+
+
+def test_reasoning_end_from_any_token_sequence():
+    """vLLM 0.34's structured outputs ask the reasoner for its single reasoning-end tokens
+    first (none here: a template's reasoning need not end at one token) and then call
+    ``is_reasoning_end_streaming`` with a ``TokenIdsView`` over the request's ids, not a
+    list (0.33 passes a list copy): the answer is the same for either."""
+    from collections.abc import Sequence
+
+    _, case = _case("qwen3", "reasoning_answer")
+    tok = _tokenizer("qwen3")
+    reasoning = plugin.RespcReasoningParser(tok)
+    prompt = tok.encode(case["prefix"], add_special_tokens=False)
+    try:
+        from vllm.v1.token_buffer import TokenIdsView  # vLLM 0.34
+    except ImportError:  # vLLM 0.33: a Sequence of our own stands in for it
+        class TokenIdsView(Sequence):
+            def __init__(self, tokens, suffix=()):
+                self._ids = [*tokens, *suffix]
+
+            def __len__(self):
+                return len(self._ids)
+
+            def __getitem__(self, index):
+                return self._ids[index]
+
+    if hasattr(plugin.ReasoningParser, "reasoning_end_token_ids"):  # vLLM 0.34
+        assert reasoning.reasoning_end_token_ids == frozenset()
+        assert reasoning.find_reasoning_end(prompt) is None
+    for output, ended in (("<think>\nhm", False), ("<think>\nhm\n</think>\n\nParis", True)):
+        ids = tok.encode(output, add_special_tokens=False)
+        for given in (prompt + ids, TokenIdsView(prompt, ids), TokenIdsView(prompt + ids)):
+            assert reasoning.is_reasoning_end_streaming(given, ids[-1:]) is ended, (output, type(given))
+
+
+def test_empty_tools_array():
+    """``tools: []``: vLLM 0.34 reads it as no tools (tool_choice "none"), so a call the
+    model writes anyway is shown as content, as with tool_choice="none"; vLLM 0.33 refuses
+    the request before any parser sees it."""
+    from vllm.exceptions import VLLMValidationError
+
+    data, case = _case("qwen3", "text_around_calls")
+    try:
+        request = _request([], stream=True)
+    except VLLMValidationError as error:  # vLLM 0.33
+        assert error.parameter == "tools"
+        return
+    assert request.tools is None and request.tool_choice == "none"
+    tok, parser_cls = _server("qwen3")
+    prompt_ids = tok.encode(case["prefix"], add_special_tokens=False)
+    output_ids = tok.encode(case["output"] + "<|im_end|>", add_special_tokens=False)
+    request = _render(tok, parser_cls, request, prompt_ids)
+    results = [_stream(tok, parser_cls, request, prompt_ids, output_ids, True, n) for n in (1, 4)]
+    results.append(_whole(tok, parser_cls, request, prompt_ids, output_ids, True))
+    for label, got in zip((1, 4, "whole"), results):
+        _check_shown(got, "qwen3", case, "<|im_end|>", label)

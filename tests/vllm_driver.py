@@ -1,10 +1,10 @@
 """Drive vLLM's parser layer the way its OpenAI chat server does (tests/test_vllm.py,
 bench/engines.py).
 
-vLLM 0.33's ``serving.py`` makes one parser per choice (``parser_cls(tokenizer,
-request.tools, chat_template_kwargs=..., model_config=...)``) and streams each engine
-output through ``ChatStreamProcessor.step(delta_text, token_ids, finish_reason,
-prompt_token_ids)``; the non-streaming response is ``parser.set_prompt_token_ids(prompt)``,
+vLLM 0.33's and 0.34's ``serving.py`` (the same parser calls in both) make one parser per
+choice (``parser_cls(tokenizer, request.tools, chat_template_kwargs=..., model_config=...)``)
+and stream each engine output through ``ChatStreamProcessor.step(delta_text, token_ids,
+finish_reason, prompt_token_ids)``; the non-streaming response is ``parser.set_prompt_token_ids(prompt)``,
 ``parser.parse(text, request, enable_auto_tools, token_ids)`` and
 ``assemble_chat_message_fields``. vLLM 0.32 has neither helper class: its ``serving.py``
 calls ``Parser.parse_delta`` / ``Parser.parse`` inline, which the fallbacks here follow.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-try:  # vLLM 0.33 streams and assembles through these; 0.32's serving.py does the same inline
+try:  # vLLM 0.33 and 0.34 stream and assemble through these; 0.32's serving.py does the same inline
     from vllm.entrypoints.openai.chat_completion.message_assembly import assemble_chat_message_fields
     from vllm.entrypoints.openai.chat_completion.stream_processor import ChatStreamProcessor
 except ImportError:
@@ -112,7 +112,7 @@ def new_parser(tok, parser_cls, request):
 
 
 def new_stream(tok, parser_cls, request):
-    """One choice's stream: ``ChatStreamProcessor`` (0.33), or the bare parser (0.32)."""
+    """One choice's stream: ``ChatStreamProcessor`` (0.33, 0.34), or the bare parser (0.32)."""
     parser = new_parser(tok, parser_cls, request)
     if ChatStreamProcessor is None:
         return parser

@@ -6,9 +6,12 @@ point ``respc`` does in every vLLM process once ``respc[vllm]`` is installed) re
 
 * a tool parser and a reasoning parser named ``respc`` with vLLM's ``ToolParserManager``
   and ``ReasoningParserManager``;
-* where vLLM composes the two through its unified ``Parser`` (``ParserManager``, vLLM 0.32
-  and 0.33), :class:`RespcParser`: one parser per request that parses the output once,
+* where vLLM composes the two through its unified ``Parser`` (``ParserManager``, vLLM 0.32,
+  0.33 and 0.34), :class:`RespcParser`: one parser per request that parses the output once,
   reasoning, content and tool calls together, with :class:`respc.openai.DeltaParser`.
+
+The same code serves vLLM 0.32, 0.33 and 0.34 (tests/test_vllm.py runs on 0.33 and 0.34):
+the interfaces it uses did not change between them; see docs/engines.md for what did.
 
 The template: the tokenizer's ``response_template`` (attribute or ``init_kwargs``), else
 ``$RESPC_TEMPLATE`` (a bundled name or a path), else ``respc.for_model(tokenizer)`` where
@@ -38,7 +41,7 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import TextField
-from ._common import decode, end_calls_at_stop, resolve, special_markers, stop_texts, tool_dicts
+from ._common import decode, end_calls_at_stop, resolve, special_markers, stop_texts, stream_tools, tool_dicts
 
 __all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
 
@@ -251,28 +254,6 @@ def _named_tool(request: Any) -> str | None:
     if name is None and isinstance(choice, dict):
         name = (choice.get("function") or {}).get("name") or choice.get("name")
     return name if isinstance(name, str) else None
-
-
-def _stream_tools(tools: Any) -> list[dict] | None:
-    """The request's tools as respc types a stream's arguments by: each one's name and
-    parameters, read from vLLM's tool models (a chat tool's ``function``, a Responses API
-    function tool) without dumping them (``model_dump`` of a request's tools cost a
-    quarter of a short stream's parse); any other tool as :func:`tool_dicts` has it."""
-    if not tools:
-        return None
-    out = []
-    for tool in tools:
-        function = getattr(tool, "function", None)
-        if function is None and getattr(tool, "type", None) == "function":
-            function = tool  # a Responses API function tool
-        name = getattr(function, "name", None)
-        if isinstance(name, str) and not isinstance(tool, dict):
-            parameters = getattr(function, "parameters", None)
-            read = {"name": name} if parameters is None else {"name": name, "parameters": parameters}
-            out.append({"type": "function", "function": read})
-        else:
-            out += tool_dicts([tool]) or ()
-    return out or None
 
 
 def _is_strict(tool: dict) -> bool:
@@ -699,7 +680,12 @@ class RespcReasoningParser(ReasoningParser):
         return _reasoning_ended(self.compiled, prompt_text(self.model_tokenizer, self.compiled, input_ids))
 
     def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Iterable[int]) -> bool:
+        # input_ids: any sequence (vLLM 0.34's structured outputs pass a TokenIdsView, 0.33 a list)
         return self.is_reasoning_end(input_ids)
+
+    # (vLLM 0.34 asks a reasoner for ``reasoning_end_token_ids`` / ``find_reasoning_end``
+    # first: the base class's "none" is right, a template's reasoning need not end at one
+    # token, so vLLM falls back on is_reasoning_end_streaming as 0.33 does)
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
         """The ids after the reasoning of the current turn ends (all of them when it ended
@@ -788,7 +774,7 @@ class RespcToolParser(ToolParser):
         return _adjust(self.compiled, self.model_tokenizer, self._prefix, request, tool_parser=True)
 
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
-        tools = _stream_tools(getattr(request, "tools", None) or self.request_tools)
+        tools = stream_tools(getattr(request, "tools", None) or self.request_tools)
         _, content, found = _whole(self.compiled, self.model_tokenizer, self._prefix, model_output, (), tools)
         calls = [ToolCall(id=call["id"], type="function", function=FunctionCall(**call["function"])) for call in found]
         return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=content)
@@ -804,7 +790,7 @@ class RespcToolParser(ToolParser):
         request: Any,
     ) -> DeltaMessage | None:
         if self._stream is None or not previous_text:
-            tools = _stream_tools(getattr(request, "tools", None) or self.request_tools)
+            tools = stream_tools(getattr(request, "tools", None) or self.request_tools)
             self._stream = _Stream(self.compiled, self.model_tokenizer, self._prefix, tools, tool_parser=self)
         return self._stream.step(delta_text)
 
@@ -927,12 +913,12 @@ class RespcParser(Parser):
         read once)."""
         tools = getattr(request, "tools", None)
         if tools is not None and tools is not self._tools_given:
-            return _stream_tools(tools) or self._given_tools()
+            return stream_tools(tools) or self._given_tools()
         return self._given_tools()
 
     def _given_tools(self) -> list[dict] | None:
         if self._tools is None and self._tools_given:
-            self._tools = _stream_tools(self._tools_given)
+            self._tools = stream_tools(self._tools_given)
         return self._tools
 
     def _new_stream(self, request: Any, auto: bool) -> _Stream:
