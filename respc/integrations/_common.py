@@ -4,6 +4,7 @@ how token ids become the text respc parses. Imports no engine and no transformer
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any
 
@@ -182,32 +183,47 @@ def stream_tools(tools: Any) -> list[dict] | None:
 def stop_texts(tokenizer: Any, token_ids: Any = ()) -> set[str]:
     """The texts of the tokens that end a generation: the tokenizer's eos token, the model's
     generation config's ``eos_token_id`` (read from the tokenizer's folder or the Hugging Face
-    cache, never downloaded) and ``token_ids`` (a request's own stop token ids)."""
-    out = set()
-    eos = getattr(tokenizer, "eos_token", None)
-    if isinstance(eos, str) and eos:
-        out.add(eos)
-    ids = list(token_ids or ())
+    cache, never downloaded; once per tokenizer) and ``token_ids`` (a request's own stop
+    token ids)."""
+    known = getattr(tokenizer, "_respc_stop_texts", None)
+    if known is None:
+        known = _texts_of(tokenizer, _generation_eos_ids(tokenizer))
+        eos = getattr(tokenizer, "eos_token", None)
+        if isinstance(eos, str) and eos:
+            known.add(eos)
+        try:
+            tokenizer._respc_stop_texts = known
+        except (AttributeError, TypeError):  # a tokenizer that takes no attributes: read again next time
+            pass
+    return known | _texts_of(tokenizer, token_ids or ()) if token_ids else set(known)
+
+
+def _generation_eos_ids(tokenizer: Any) -> list:
+    """``eos_token_id`` of the model's generation_config.json, beside the tokenizer's files."""
     source = getattr(tokenizer, "name_or_path", None)
-    if isinstance(source, str) and source:
-        path = os.path.join(source, "generation_config.json")
-        if not os.path.isfile(path):
-            try:
-                from huggingface_hub import try_to_load_from_cache
+    if not isinstance(source, str) or not source:
+        return []
+    path = os.path.join(source, "generation_config.json")
+    if not os.path.isfile(path):
+        try:
+            from huggingface_hub import try_to_load_from_cache
 
-                hit = try_to_load_from_cache(source, "generation_config.json")
-                path = hit if isinstance(hit, str) else ""
-            except Exception:  # noqa: BLE001 - no hub library, not a repo id
-                path = ""
-        if path:
-            try:
-                import json
+            hit = try_to_load_from_cache(source, "generation_config.json")
+            path = hit if isinstance(hit, str) else ""
+        except Exception:  # noqa: BLE001 - no hub library, not a repo id
+            return []
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return found if isinstance(found, list) else [found]
 
-                with open(path, encoding="utf-8") as f:
-                    found = json.load(f).get("eos_token_id")
-                ids += found if isinstance(found, list) else [found]
-            except (OSError, ValueError, AttributeError):
-                pass
+
+def _texts_of(tokenizer: Any, ids: Any) -> set[str]:
+    out = set()
     convert = getattr(tokenizer, "convert_ids_to_tokens", None)
     for i in ids:
         if isinstance(i, int) and convert is not None:
