@@ -2556,6 +2556,232 @@ def _written(b: Builder, d: Delimiter, fill: dict, after: str = "") -> str | Non
     return None
 
 
+def _xgrammar_regex(items: Any, path: str) -> str:
+    """:func:`translate`'s regex in the syntax xgrammar's regex formats take (no inline
+    flag groups: ``(?s:.)`` is written as a class)."""
+    return translate(items, path).replace("(?s:.)", "[\\s\\S]")
+
+
+def _literal_lead(items: list) -> tuple[str, int]:
+    """The text the leading literal items write, and how many items that is."""
+    text = []
+    for n, item in enumerate(items):
+        if isinstance(item[0], str) or item[0] is not _sre.LITERAL:
+            return "".join(text), n
+        text.append(chr(item[1]))
+    return "".join(text), len(items)
+
+
+def _split_at_group(items: list, name: str) -> tuple[list, list] | None:
+    """(items before the named group, items after it), plain groups around it opened up;
+    None when the group is not there, or inside a branch or a repeat."""
+    for i, item in enumerate(items):
+        op = item[0]
+        if isinstance(op, str):
+            if item[1] == name:
+                return items[:i], items[i + 1:]
+            inner = _split_at_group(list(item[2]), name)
+        elif op is _sre.SUBPATTERN:
+            inner = _split_at_group(list(item[1][3]), name)
+        else:
+            continue
+        if inner is not None:
+            return items[:i] + inner[0], inner[1] + items[i + 1:]
+    return None
+
+
+def _open_forms(b: Builder, d: Delimiter, name_group: str | None, tool: dict | None, body_rep: str) -> list[tuple[str, list]]:
+    """Each way the template's open delimiter starts a call of ``tool``, as a structural tag
+    writes it: (the begin, a literal text the open starts with, whitespace and optional
+    parts before it left to the free text; the format elements of the rest of the open: its
+    regex up to the tool's name, the name, its regex after the name). Every form is read
+    back by the template's own pattern (the name group holding the tool's name). An empty
+    list where no alternative starts with a literal of two characters or more (then the
+    caller writes one form, as before)."""
+    pat = b.compiled[d.path]
+    name = tool["name"] if tool is not None and name_group else None
+    others = _other_forms(b, d)
+    out: list[tuple[str, list]] = []
+    for a in b.alts[d.path]:
+        if not a.consuming or (a.items and not isinstance(a.items[0][0], str) and a.items[0][0] is _sre.ASSERT
+                               and a.items[0][1][0] == -1):
+            continue  # a lookbehind-led way (a later call of a list): free text after the previous call
+        items = list(a.body())
+        ways = [items]
+        if items and not isinstance(items[0][0], str) and items[0][0] is _sre.BRANCH:
+            ways = [list(branch) + items[1:] for branch in items[0][1][1]]
+        leads = []
+        for way in ways:
+            while way and _matches_empty([way[0]]):
+                way = way[1:]  # leading whitespace, optional parts, anchors: the free text before
+            leads.extend(_lead_forms(way))
+        for lead, rest in leads:
+            if len(lead.strip()) < 2 or any(other.startswith(lead) for other in others):
+                continue  # too short to trigger on, or the start of another delimiter (an end of turn)
+            if name is not None:
+                split = _split_at_group(rest, name_group)
+                if split is None:
+                    continue
+                before, after = split
+            else:
+                before, after = rest, []
+            try:
+                patterns = [_xgrammar_regex(before, d.path), name, _xgrammar_regex(after, d.path) if name else ""]
+            except GrammarUnsupported:
+                continue
+            elements = [{"type": "const_string", "value": p} if i == 1 else {"type": "regex", "pattern": p}
+                        for i, p in enumerate(patterns) if p]
+            r_before, r_after = _rep(before, {}), _rep(after, {})
+            if r_before is None or r_after is None:
+                continue
+            written = lead + r_before + (name or "") + r_after
+            m = pat.search(_FIELD_TEXT + written + body_rep, 1)
+            if m is None or m.span() != (1, 1 + len(written)) or (name is not None and m.group(name_group) != name):
+                continue
+            if all(form != (lead, elements) for form in out):
+                out.append((lead, elements))
+    return out
+
+
+_MAX_LEADS = 8
+
+
+def _lead_forms(items: list) -> list[tuple[str, list]]:
+    """(literal text, the items after it) for each way the items start: literals, branches
+    of literals and optional literal groups written out (gpt-oss's
+    ``<|channel|>(?:commentary|analysis) to=functions.`` is two texts), up to the first item
+    that is none of these (a whitespace run, a name); at most _MAX_LEADS ways."""
+    text, n = _literal_lead(items)
+    if n == len(items):
+        return [(text, [])]
+    item = items[n]
+    op, arg = item[0], item[1]
+    options: list[list] | None = None
+    if not isinstance(op, str):
+        if op is _sre.BRANCH:
+            options = [list(b) for b in arg[1]]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] == 0 and arg[1] == 1:
+            options = [[], list(arg[2])]
+        elif op is _sre.SUBPATTERN and arg[0] is None:
+            options = [list(arg[3])]
+    if options is None or len(options) > _MAX_LEADS or any(_literal_lead(o)[1] != len(o) for o in options):
+        return [(text, items[n:])]
+    out: list[tuple[str, list]] = []
+    for option in options:
+        for more, rest in _lead_forms(option + items[n + 1:]):
+            out.append((text + more, rest))
+    return out if len(out) <= _MAX_LEADS else [(text, items[n:])]
+
+
+def _other_forms(b: Builder, d: Delimiter) -> list[str]:
+    """What the template's other delimiters write (each alternative's text), and the call
+    close's: a call's begin must not be the start of one (hyperclovax's call open may start
+    with ``<|im_end|>``, which also ends the reasoning)."""
+    out = []
+    for path, alts in b.alts.items():
+        if path == d.path:
+            continue
+        for a in alts:
+            r = a.rep
+            if r:
+                out.append(r.lstrip())
+    return out
+
+
+_WS_FORMS = ("", "\n", " ")
+
+
+def _end_forms(b: Builder, d: Delimiter) -> tuple[list[str], list[dict]]:
+    """The texts a structural tag's end takes for the call's close: each alternative that
+    writes something, whitespace before it left to the body (JSON and tag bodies end with
+    optional whitespace), a whitespace run inside it written as nothing, a newline or a
+    space (``}\n</tool_call>`` as well as ``}</tool_call>``), each read back by the
+    template's own pattern. Falls back to the one form :func:`_written` gives."""
+    pat = b.compiled[d.path]
+    out: list[str] = []
+    unwritten: list[list] = []
+    for a in b.alts[d.path]:
+        if not a.consuming:
+            continue
+        items = list(a.body())
+        found = len(out)
+        while items and _ws_or_assertion(items[0]):
+            items = items[1:]
+        while items and _ws_or_assertion(items[-1]):
+            items = items[:-1]
+        parts: list[list[str]] = []
+        for item in items:
+            if not isinstance(item[0], str) and item[0] is _sre.LITERAL:
+                parts.append([chr(item[1])])
+            elif _matches_empty([item]) and _nullable_ws(item):
+                parts.append(list(_WS_FORMS))
+            elif not isinstance(item[0], str) and item[0] is _sre.BRANCH and (texts := _branch_texts(item)) is not None:
+                parts.append(texts)  # granite's "}" then "," or "]" or the end
+            else:
+                parts = []
+                break
+        if not parts or sum(len(p) > 1 for p in parts) > 3:
+            unwritten.append(items)
+            continue
+        for combo in itertools.product(*parts):
+            text = "".join(combo)
+            for ctx in (_FIELD_TEXT, "{}"):  # a close that looks back at the body's last "}"
+                m = pat.search(ctx + text, len(ctx))
+                if text and m is not None and m.start() == len(ctx) and m.end() >= len(ctx) + len(text):
+                    if text not in out:
+                        out.append(text)
+                    break
+        if len(out) == found:
+            unwritten.append(items)
+    if unwritten:
+        # a close not written as a few texts (mistral's JSON list: an "id" key, then "}" and
+        # "," or "]"): every way of it as one regex at the end of the tag's content
+        try:
+            pattern = "|".join(_xgrammar_regex(items, d.path) for items in [*unwritten, *([[(_sre.LITERAL, ord(c)) for c in t] for t in out])])
+        except GrammarUnsupported:
+            pattern = ""
+        if pattern:
+            return [""], [{"type": "regex", "pattern": f"(?:{pattern})"}]
+    if not out:
+        one = _written(b, d, {})
+        out = [one or ""]
+    return out, []
+
+
+def _branch_texts(item: Any) -> list[str] | None:
+    """The texts a branch of literals writes (an option that only asserts writes nothing);
+    None when an option writes something else."""
+    texts = []
+    for option in item[1][1]:
+        option = [it for it in option if not _matches_empty([it]) or (not isinstance(it[0], str) and it[0] is _sre.LITERAL)]
+        text, n = _literal_lead(option)
+        if n != len(option):
+            return None
+        if text not in texts:
+            texts.append(text)
+    return texts
+
+
+def _ws_or_assertion(item: Any) -> bool:
+    """An assertion, an anchor or an optional whitespace run (what a close's end leaves to
+    the body before it, or reads of what follows)."""
+    if not isinstance(item[0], str) and item[0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+        return True
+    return _nullable_ws(item)
+
+
+def _nullable_ws(item: Any) -> bool:
+    """A repeat of whitespace that may be empty (``\\s*``, ``[ \\t]*``)."""
+    op, arg = item[0], item[1]
+    if isinstance(op, str) or op not in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) or arg[0] != 0:
+        return False
+    try:
+        compiled = regex.compile(translate(arg[2], ""))
+    except (GrammarUnsupported, regex.error):
+        return False
+    return all(compiled.fullmatch(ch) is not None for ch in " \n") or compiled.fullmatch(" ") is not None
+
+
 def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto", parallel_tool_calls: bool = True,
                        special_tokens: Any = None, start: tuple | None = None) -> dict:
     """An xgrammar structural tag (``{"type": "structural_tag", "format": ...}``) of the
@@ -2613,16 +2839,28 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
             content, body_rep = _xml_structural(b, calls, tool)
         else:
             raise GrammarUnsupported(f"{calls.path}.content: {calls.content!r} bodies (or JSON dialects) have no structural tag; use format='lark'")
-        begin = _written(b, calls.open, fill, body_rep) if calls.open is not None else None
-        if not begin:
-            raise GrammarUnsupported(f"{calls.path}: the call's open delimiter writes nothing a trigger can start")
-        end = _written(b, calls.close, {}) if calls.close is not None else ""
-        tags.append({"type": "tag", "begin": begin, "content": content, "end": end or ""})
-    prefix = tags[0]["begin"]
-    for t in tags[1:]:
-        while not t["begin"].startswith(prefix):
+        opens = _open_forms(b, calls.open, shape.name_group, tool, body_rep) if calls.open is not None else []
+        if not opens:
+            begin = _written(b, calls.open, fill, body_rep) if calls.open is not None else None
+            if not begin:
+                raise GrammarUnsupported(f"{calls.path}: the call's open delimiter writes nothing a trigger can start")
+            opens = [(begin, [])]
+        ends, closing = _end_forms(b, calls.close) if calls.close is not None else ([""], [])
+        for begin, lead in opens:
+            body = {"type": "sequence", "elements": [*lead, content, *closing]} if lead or closing else content
+            tags.append({"type": "tag", "begin": begin, "content": body, "end": ends[0] if len(ends) == 1 else ends})
+    begins = sorted({t["begin"] for t in tags}, key=len)
+    prefix = begins[0]
+    for begin in begins[1:]:
+        while not begin.startswith(prefix):
             prefix = prefix[:-1]
-    triggers = [prefix] if prefix else sorted({t["begin"] for t in tags})
+    if len(prefix) >= 2:
+        triggers = [prefix]
+    else:  # each begin under exactly one trigger: the shortest begins that no other begin starts
+        triggers = []
+        for begin in begins:
+            if not any(begin.startswith(t) for t in triggers):
+                triggers.append(begin)
     if must:
         # xgrammar's triggered tags with at_least_one begin at a trigger, no text before it:
         # the text a reply may write before its first call ("\n\n" after </think>) comes first
@@ -2644,14 +2882,33 @@ def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
     props = params.get("properties", {})
     required = set(params.get("required") or [])
     elements, reps = [], []
+    # the text between the key and the value, and before the tail's literal, as regexes (GLM's
+    # </arg_key>\n<arg_value>, Qwen3-Coder's newline around a value), where they translate
+    mid_lead, n = _literal_lead(first[1])
+    tail_rest = list(first[3])
+    while tail_rest and _matches_empty([tail_rest[0]]):
+        tail_rest = tail_rest[1:]
+    tail_lit, m = _literal_lead(tail_rest)
+    try:
+        around = (_xgrammar_regex(first[1][n:], path), _xgrammar_regex(first[3][:len(first[3]) - len(tail_rest)], path))
+    except GrammarUnsupported:
+        around = None
+    if around is None or m != len(tail_rest) or not tail_lit:
+        mid_lead, around, tail_lit = mid, ("", ""), tail
     for k, schema in props.items():
         kind = _value_kind(schema)
         value = {"type": "any_text"} if kind in ("string", "any") and not json_values else {"type": "json_schema", "json_schema": schema}
-        tag = {"type": "tag", "begin": head + k + mid, "content": value, "end": tail}
+        if around[0] or (around[1] and value["type"] != "any_text"):
+            value = {"type": "sequence", "elements": [
+                *([{"type": "regex", "pattern": around[0]}] if around[0] else []), value,
+                *([{"type": "regex", "pattern": around[1]}] if around[1] and value["type"] != "any_text" else [])]}
+        tag = {"type": "tag", "begin": head + k + mid_lead, "content": value, "end": tail_lit}
         ws = {"type": "regex", "pattern": "\\s*"}
         item = {"type": "sequence", "elements": [ws, tag]}
         elements.append(item if k in required else {"type": "optional", "content": item})
         if k in required:
             reps.append(head + k + mid + (json.dumps(_instance(schema)) if value["type"] == "json_schema" else "a") + tail)
-    elements.append({"type": "regex", "pattern": "\\s*"})
+    # after the last parameter, text without another parameter's tag up to the close (Qwen3-Coder's
+    # </function>, which the body's parser skips as the Lark grammar's free text does)
+    elements.append({"type": "any_text", "excludes": [head]} if head else {"type": "regex", "pattern": "\\s*"})
     return {"type": "sequence", "elements": elements}, "".join(reps)

@@ -519,6 +519,36 @@ STRUCTURAL_UNSUPPORTED = {
 }
 
 
+#: samples with calls that the structural tag under tool_choice="required" does not take: it
+#: writes a call's open from a literal its pattern starts with and the rest as regexes, but
+#: free text before the first call is any text and the close is one of a few written forms,
+#: so bare JSON calls (llama3.x, xlam's list), a close read through a lookbehind or lookahead
+#: (mistral's JSON list, llama3.x's '}' then text), calls inside reasoning and bodies in a
+#: dialect the tag does not write (olmo3's python calls) are left out; the Lark grammar takes
+#: them all (test_samples_accepted). Checked both ways: each is still rejected.
+#: an argument the tool's schema does not declare: xgrammar's json_schema takes declared
+#: properties only (the Lark grammar, like JSON Schema, takes others unless
+#: additionalProperties is false)
+STRUCTURAL_UNDECLARED = {("granite4.0", "nested_arguments"), ("phi-4-mini", "call_without_end_marker")}
+STRUCTURAL_REQUIRED_MISSES = {
+    'apriel-1.6': {'parallel_calls', 'call_without_final_marker'},
+    'firefunction-v2': {'parallel_calls'},
+    'functionary': {'reasoning_tool_call'},
+    'functionary-v3.1': {'nested_arguments'},
+    'gigachat3': {'reasoning_tool_call'},
+    'granite-20b-functioncalling': {'nested_arguments'},
+    'hermes3': {'arguments_first'},
+    'hunyuan-v3': {'reasoning_tool_call', 'parallel_calls', 'content_before_call', 'thinking_off_tool_call', 'low_effort', 'call_inside_reasoning', 'preview_tokens'},
+    'hyperclovax-seed-think-14b': {'parallel_calls'},
+    'llama3.1': {'reasoning_tool_call', 'typed_call', 'nested_arguments', 'call_then_text', 'newline_parallel_calls', 'semicolon_newline_calls'},
+    'llama3.2': {'reasoning_tool_call', 'nested_arguments', 'call_then_text', 'newline_parallel_calls', 'semicolon_newline_calls'},
+    'muse-glimmer': {'reasoning_tool_call', 'parallel_calls', 'doubled_tool_name', 'content_before_call'},
+    'olmo3': {'reasoning_tool_call', 'parallel_calls', 'content_before_call', 'json_values', 'python_literal_arguments'},
+    'qwen3.5': {'call_inside_thinking'},
+    'xlam': {'reasoning_tool_call', 'parallel_calls', 'call_after_think'},
+}
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_structural_tag(family):
     compiled = respc.load(family)
@@ -541,20 +571,21 @@ def test_structural_tag(family):
     for case in sample["cases"]:
         if not _complete(case) or case.get("expected") is None:
             continue
+        # the tag may read such a call now, and reject it
+        breaking = (family, case["name"]) in SCHEMA_BREAKING or (family, case["name"]) in STRUCTURAL_UNDECLARED
         tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"])
         grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
-        assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
-        if not case["expected"].get("tool_calls") or (family, case["name"]) in SCHEMA_BREAKING:
+        assert breaking or xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
+        if not case["expected"].get("tool_calls") or breaking or not case.get("tools", True):
             continue
         # a call required: the reply's text before its first call ("\n\n" after </think>) is
-        # still allowed (checked where the sample writes its calls' opens as the tag's begins do:
-        # the tag writes each open in one form, see docs/grammar.md)
+        # still allowed; the output as the model ends it (a close that is the end token, as
+        # mistral's </s> and gpt-oss's <|call|>, is the tag's end)
         tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"], tool_choice="required")
-        tagged = tag["format"]["elements"][-1]
-        if tagged["type"] != "triggered_tags" or not any(t["begin"] in case["output"] for t in tagged["tags"]):
-            continue
         grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
-        assert xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']} required: {case['output']!r}"
+        took = any(xgr.testing._is_grammar_accept_string(grammar, case["output"] + end) for end in ["", *sample.get("end_tokens", [])])
+        missed = case["name"] in STRUCTURAL_REQUIRED_MISSES.get(family, ())
+        assert took != missed, f"{family}/{case['name']} required ({'listed as missed' if missed else 'rejected'}): {case['output']!r}"
         if "\n" in case["output"] or " " in case["output"]:  # no call at all: rejected
             text = case["expected"].get("content") or "Sure."
             assert not xgr.testing._is_grammar_accept_string(grammar, text), f"{family}/{case['name']} required, no call"
@@ -700,10 +731,10 @@ def test_calls_end_at_stop_tokens():
 
     sample = _sample("gpt-oss")
     tag = respc.load("gpt-oss").grammar(sample["tools"], format="structural_tag", tool_choice="required")
-    assert end_calls_at_stop(json.loads(json.dumps(tag)), {"<|return|>"}) == tag  # not a close: unchanged
+    assert end_calls_at_stop(json.loads(json.dumps(tag)), {"<|endoftext|>"}) == tag  # not a close: unchanged
     ended = end_calls_at_stop(tag, {"<|call|>", "<|return|>"})
     tagged = ended["format"]["elements"][-1]
-    assert [t["end"] for t in tagged["tags"]] == ["", ""] and tagged["stop_after_first"]
+    assert tagged["tags"] and all(t["end"] == "" for t in tagged["tags"]) and tagged["stop_after_first"]
     try:
         import xgrammar as xgr
     except Exception as error:  # noqa: BLE001 - xgrammar needs torch

@@ -248,7 +248,9 @@ def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
         if element.get("type") != "triggered_tags":
             continue
         tags = element.get("tags") or []
-        if tags and all(t.get("end") in stops for t in tags):
+        ends = [t.get("end") for t in tags]
+        # (a close with other ways too, gpt-oss's <|end|> beside <|call|>: the stop token's way)
+        if tags and all((bool(set(e) & stops) if isinstance(e, list) else e in stops) for e in ends):
             for t in tags:
                 t["end"] = ""
             element["stop_after_first"] = True  # the stop token ends the turn after the call
