@@ -2556,6 +2556,22 @@ def _written(b: Builder, d: Delimiter, fill: dict, after: str = "") -> str | Non
     return None
 
 
+def _written_forms(alts: list[Alt]) -> list[str]:
+    """The texts the alternatives write, optional literal parts both ways (Hunyuan's
+    ``</think>`` and ``</think:opensource>``), an alternative with other parts in its
+    representative form."""
+    out = []
+    for a in alts:
+        if not a.consuming:
+            continue
+        items = list(a.body())
+        while items and _ws_or_assertion(items[0]):
+            items = items[1:]
+        forms = [t for t, rest in _lead_forms(items) if not rest and t]
+        out.extend(forms or ([a.rep] if a.rep else []))
+    return out
+
+
 def _xgrammar_regex(items: Any, path: str) -> str:
     """:func:`translate`'s regex in the syntax xgrammar's regex formats take (no inline
     flag groups: ``(?s:.)`` is written as a class)."""
@@ -2614,7 +2630,10 @@ def _open_forms(b: Builder, d: Delimiter, name_group: str | None, tool: dict | N
         for way in ways:
             while way and _matches_empty([way[0]]):
                 way = way[1:]  # leading whitespace, optional parts, anchors: the free text before
-            leads.extend(_lead_forms(way))
+            forms = _lead_forms(way)
+            if name is not None and all(len(lead.strip()) < 2 for lead, _ in forms):
+                forms = _spaced_forms(way, name_group)  # a bare JSON call: begin at {"name": "
+            leads.extend(forms)
         for lead, rest in leads:
             if len(lead.strip()) < 2 or any(other.startswith(lead) for other in others):
                 continue  # too short to trigger on, or the start of another delimiter (an end of turn)
@@ -2635,8 +2654,11 @@ def _open_forms(b: Builder, d: Delimiter, name_group: str | None, tool: dict | N
             if r_before is None or r_after is None:
                 continue
             written = lead + r_before + (name or "") + r_after
-            m = pat.search(_FIELD_TEXT + written + body_rep, 1)
-            if m is None or m.span() != (1, 1 + len(written)) or (name is not None and m.group(name_group) != name):
+            for ctx in (_FIELD_TEXT, ""):  # after free text, or at the output's start (llama3's \A)
+                m = pat.search(ctx + written + body_rep, len(ctx))
+                if m is not None and m.span() == (len(ctx), len(ctx) + len(written)) and (name is None or m.group(name_group) == name):
+                    break
+            else:
                 continue
             if all(form != (lead, elements) for form in out):
                 out.append((lead, elements))
@@ -2671,6 +2693,28 @@ def _lead_forms(items: list) -> list[tuple[str, list]]:
         for more, rest in _lead_forms(option + items[n + 1:]):
             out.append((text + more, rest))
     return out if len(out) <= _MAX_LEADS else [(text, items[n:])]
+
+
+def _spaced_forms(items: list, name_group: str) -> list[tuple[str, list]]:
+    """For an open whose literal start is too short to trigger on (llama3's bare
+    ``{"name": "``): the texts up to the name group, each whitespace run written as
+    nothing or one space, an optional part left out; at most _MAX_LEADS texts, none when
+    something else comes before the name."""
+    texts = [""]
+    for i, item in enumerate(items):
+        if isinstance(item[0], str) and item[1] == name_group:
+            return [(t, items[i:]) for t in texts]
+        if not isinstance(item[0], str) and item[0] is _sre.LITERAL:
+            texts = [t + chr(item[1]) for t in texts]
+        elif _nullable_ws(item):
+            texts = [t + w for t in texts for w in ("", " ")]
+        elif _matches_empty([item]):
+            continue
+        else:
+            return []
+        if len(texts) > _MAX_LEADS:
+            return []
+    return []
 
 
 def _other_forms(b: Builder, d: Delimiter) -> list[str]:
@@ -2787,8 +2831,9 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     """An xgrammar structural tag (``{"type": "structural_tag", "format": ...}``) of the
     template's replies: an optional reasoning block, then text with tool calls as triggered
     tags (begin: the open delimiter with the tool's name, content: the arguments' JSON
-    schema or the body's, end: the close). Coarser than the Lark grammar: free text is any
-    text until a trigger, and each delimiter is written in one form."""
+    schema or the body's, end: the close), in the forms the template's delimiters take
+    (:func:`_open_forms`, :func:`_end_forms`). Coarser than the Lark grammar: free text is
+    any text until a trigger (docs/grammar.md)."""
     ir = _ir_of(template)
     tool_list = _tool_list(tools)
     names = [t["name"] for t in tool_list]
@@ -2801,10 +2846,13 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     state = start[0] if start else len(ir.fields)
     used = set(start[2]) if start and len(start) > 2 else set()
     if reasoning is not None:
-        ends = [r for r in (a.rep for a in b.alts[reasoning.close.path] if a.consuming) if r]
+        ends = list(dict.fromkeys(_written_forms(b.alts[reasoning.close.path])))
         if not ends:
             raise GrammarUnsupported(f"{reasoning.close.path}: no alternative writes a close")
-        if state == reasoning.index:
+        held = start[3] if start and len(start) > 3 else ""
+        if state == reasoning.index and any(held.lstrip().startswith(e) for e in ends):
+            pass  # the prompt closed the reasoning (a close the parser still holds: hunyuan's </think:opensource>)
+        elif state == reasoning.index:
             elements.append({"type": "tag", "begin": "", "content": {"type": "any_text"}, "end": ends})
         elif reasoning.name not in used and state == len(ir.fields):
             begin = _written(b, reasoning.open, {})
@@ -2888,13 +2936,16 @@ def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
     tail_rest = list(first[3])
     while tail_rest and _matches_empty([tail_rest[0]]):
         tail_rest = tail_rest[1:]
-    tail_lit, m = _literal_lead(tail_rest)
+    tails = [t for t, rest in _lead_forms(tail_rest) if not rest and t]
     try:
         around = (_xgrammar_regex(first[1][n:], path), _xgrammar_regex(first[3][:len(first[3]) - len(tail_rest)], path))
     except GrammarUnsupported:
         around = None
-    if around is None or m != len(tail_rest) or not tail_lit:
-        mid_lead, around, tail_lit = mid, ("", ""), tail
+    if around is None or not tails:
+        mid_lead, around, tails = mid, ("", ""), [tail]
+    # each way the head is written (Hunyuan's <arg_key> and <arg_key:opensource>)
+    heads = list(dict.fromkeys(t + r for t, rest in _lead_forms(list(first[0])) if (r := _rep(rest, {})) is not None)) or [head]
+    end = tails[0] if len(tails) == 1 else tails
     for k, schema in props.items():
         kind = _value_kind(schema)
         value = {"type": "any_text"} if kind in ("string", "any") and not json_values else {"type": "json_schema", "json_schema": schema}
@@ -2902,13 +2953,13 @@ def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
             value = {"type": "sequence", "elements": [
                 *([{"type": "regex", "pattern": around[0]}] if around[0] else []), value,
                 *([{"type": "regex", "pattern": around[1]}] if around[1] and value["type"] != "any_text" else [])]}
-        tag = {"type": "tag", "begin": head + k + mid_lead, "content": value, "end": tail_lit}
+        tagged = [{"type": "tag", "begin": h + k + mid_lead, "content": value, "end": end} for h in heads]
         ws = {"type": "regex", "pattern": "\\s*"}
-        item = {"type": "sequence", "elements": [ws, tag]}
+        item = {"type": "sequence", "elements": [ws, tagged[0] if len(tagged) == 1 else {"type": "or", "elements": tagged}]}
         elements.append(item if k in required else {"type": "optional", "content": item})
         if k in required:
             reps.append(head + k + mid + (json.dumps(_instance(schema)) if value["type"] == "json_schema" else "a") + tail)
     # after the last parameter, text without another parameter's tag up to the close (Qwen3-Coder's
     # </function>, which the body's parser skips as the Lark grammar's free text does)
-    elements.append({"type": "any_text", "excludes": [head]} if head else {"type": "regex", "pattern": "\\s*"})
+    elements.append({"type": "any_text", "excludes": heads} if all(heads) else {"type": "regex", "pattern": "\\s*"})
     return {"type": "sequence", "elements": elements}, "".join(reps)
