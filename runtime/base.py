@@ -464,7 +464,11 @@ class ParserBase:
         self._blocks: list[str] = []
         self._big: list[str] = []
         self._bare = False
-        self._reset()
+        # (what _reset does, less clearing the fresh body lists above)
+        self._enter(len(self._states) - 1)
+        self._caps = {}
+        self._opened = False
+        self._opened_at = -1
 
     def _commit(self, events: list[dict] | None, text: str, eos: bool) -> None:
         """Scan ``text`` (all the input not consumed yet) and commit every delimiter that is

@@ -188,6 +188,8 @@ def _tool_function(tool: Any, index: int) -> dict:
     """The function dict of the tool dict at ``tools[index]`` (its ``function``, or the dict
     itself), checked to have a str name; ValueError naming the place otherwise."""
     fn = tool.get("function", tool)
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+        return fn
     where = f"tools[{index}].function" if "function" in tool else f"tools[{index}]"
     if not isinstance(fn, dict):
         raise ValueError(f"{where}: must be a dict holding the function's name and parameters, got {type(fn).__name__}; "
@@ -214,7 +216,27 @@ def tool_types(tools: Iterable[dict | Callable] | None) -> ToolTypes:
     fails at once.
     """
     table: ToolTypes = {}
-    for index, tool in enumerate(tools or ()):
+    if not tools:
+        return table
+    if type(tools) is list:
+        # the common shape, read inline: OpenAI tool dicts with a str name (anything else,
+        # from the first such tool on, is read below)
+        for tool in tools:
+            if type(tool) is not dict:
+                break
+            fn = tool.get("function")
+            if type(fn) is not dict:
+                break
+            name = fn.get("name")
+            if type(name) is not str:
+                break
+            parameters = fn.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
+            table[name] = properties if isinstance(properties, dict) else {}
+        else:
+            return table
+        table = {}
+    for index, tool in enumerate(tools):
         if isinstance(tool, dict):
             fn = _tool_function(tool, index)
         elif inspect.isfunction(tool) or inspect.ismethod(tool):

@@ -760,3 +760,55 @@ def test_schema_changed_in_place_between_calls_is_read_again_like_the_reference(
         results.append((events, final, message))
     assert_same(results[0], results[1])
     assert [call["function"]["arguments"]["x"] for call in results[0][2]["tool_calls"]] == [7, "8"]
+
+
+# --------------------------------------------------------------------------------------------------
+# tool_types' inline reading of a list of OpenAI tool dicts (the common shape) against its general
+# reading (any other iterable takes it): the same table, or the same error, for mixed tool lists
+# --------------------------------------------------------------------------------------------------
+
+
+class _Props(dict):
+    """A dict subclass as a tool's properties (kept as it is, not replaced by {})."""
+
+
+def _random_tool(rng):
+    def typed(*args, **kwargs):  # (a function tool: read from its hints)
+        return None
+
+    typed.__annotations__ = {"n": int}
+    typed.__name__ = rng.choice(["f", "g"])
+    props = rng.choice([{"x": {"type": "integer"}}, _Props(y={"type": "number"}), {}, None, 5, "p"])
+    params = rng.choice([{"type": "object", "properties": props}, {"type": "object"}, None, "bad", []])
+    name = rng.choice(["get_weather", "f", "g", 7, None])
+    fn = {"name": name, "parameters": params} if name is not None else {"parameters": params}
+    return rng.choice(
+        [
+            {"type": "function", "function": fn},
+            {"type": "function", "function": fn},
+            {"type": "function", "function": rng.choice([None, "x", fn])},
+            fn,
+            {"name": name, "input_schema": params},
+            typed,
+            rng.choice([3, "tool", None]),
+        ]
+    )
+
+
+def test_tool_types_inline_reading_matches_the_general_one():
+    import random
+
+    from respc.runtime.tools import tool_types
+
+    for seed in range(400):
+        rng = random.Random(seed)
+        tools = [_random_tool(rng) for _ in range(rng.randrange(0, 5))]
+
+        def read(given):
+            try:
+                table = tool_types(given)
+            except (TypeError, ValueError) as error:
+                return type(error), str(error)
+            return {name: (type(props), props) for name, props in table.items()}
+
+        assert read(tools) == read(tuple(tools)), f"seed {seed}: tools {tools!r}"
