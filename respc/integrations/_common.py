@@ -255,6 +255,10 @@ def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
     return tag
 
 
+#: how the parser reads ``\s`` (the item a leading ``\s*`` repeats)
+_SPACES = "[(IN, [(CATEGORY, CATEGORY_SPACE)])]"
+
+
 def _whole_literal(pattern: Any) -> str | None:
     """The literal a delimiter pattern matches, when it matches only that (after optional
     leading ``\\s*``, which the literal then stands for); else None."""
@@ -273,7 +277,7 @@ def _whole_literal(pattern: Any) -> str | None:
         name = str(op)
         if name == "LITERAL":
             out.append(chr(arg))
-        elif not out and name == "MAX_REPEAT" and arg[0] == 0 and str(list(arg[2])) == "[(IN, [(CATEGORY, CATEGORY_SPACE)])]":
+        elif not out and name == "MAX_REPEAT" and arg[0] == 0 and str(list(arg[2])) == _SPACES:
             continue  # leading \s*
         else:
             return None
@@ -296,8 +300,10 @@ def reasoning_literals(compiled: CompiledTemplate) -> tuple[str | None, str | No
         field = compiled.template.get("fields", {}).get("reasoning_content")
         start = end = None
         if isinstance(field, dict):
-            start = field["open"] if isinstance(field.get("open"), str) and field["open"] else _whole_literal(field.get("open_pattern"))
-            end = field["close"] if isinstance(field.get("close"), str) and field["close"] else _whole_literal(field.get("close_pattern"))
+            start, end = (
+                field[key] if isinstance(field.get(key), str) and field[key] else _whole_literal(field.get(f"{key}_pattern"))
+                for key in ("open", "close")
+            )
         found = (start, end) if start and end else (None, None)
         if len(_REASONING_LITERALS) > 256:
             _REASONING_LITERALS.clear()
