@@ -212,7 +212,7 @@ cdef class DeltaStream:
     cdef public object message
     cdef public list events
 
-    @cython.locals(events=list, parser=ParserBase)
+    @cython.locals(events=list, parser=ParserBase, field=TextField)
     cpdef list feed(self, text)
     @cython.locals(call=_Call)
     cpdef tuple finish(self, bint length=*)

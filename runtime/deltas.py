@@ -1252,16 +1252,26 @@ class DeltaStream:
         if type(text) is not str:
             text = "" if text is None else _plain_str(text, "text")  # (checked before the stream is at stake)
         name = parser._name  # the field of the region a bare chunk goes to, unless one opens
-        # while the parser reads the text the stream counts as finished (without a message:
-        # failed), so that if it raises (a malformed region) nothing more is taken
-        self._finished = True
-        events = parser.feed(text)
-        self._finished = False
+        try:
+            events = parser.feed(text)
+        except BaseException:
+            # the stream counts as finished (without a message: failed), so that after a
+            # parser error (a malformed region) nothing more is taken
+            self._finished = True
+            raise
         if self._spans:
             self.events = events
         if self._first:
             self._first = False
         elif len(events) == 1:
+            event = events[0]
+            if name is self._seen and type(event) is str and not self._spans:
+                # the most common chunk, straight: text of the text field the last chunk
+                # went to, which is sent as it is (see _chunk: the same delta)
+                field = self._seen_field
+                if field is not None and field.live and event and not event[len(event) - 1].isspace():
+                    events[0] = {field.key: event}
+                    return events
             return self._chunk(events, name)
         elif not events:
             return [] if self._spans else events

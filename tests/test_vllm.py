@@ -438,6 +438,31 @@ def test_reasoning_end_from_any_token_sequence():
             assert reasoning.is_reasoning_end_streaming(given, ids[-1:]) is ended, (output, type(given))
 
 
+@pytest.mark.parametrize("family,literals", [
+    ("deepseek-r1", ("<think>", "</think>")),
+    ("step-3.5-flash", ("<think>", "</think>")),
+    ("magistral", ("[THINK]", "[/THINK]")),
+    ("qwen3", (None, None)),  # its reasoning may also end where a <tool_call> begins
+    ("gpt-oss", (None, None)),  # it closes at any of three markers
+    ("kimi-k2-thinking", (None, None)),
+])
+def test_reasoning_start_and_end_strings(family, literals):
+    """vLLM's thinking-token budget (ReasoningConfig, read at startup) counts from the
+    reasoning parser's ``reasoning_start_str`` and forces its ``reasoning_end_str``: given
+    where the template's reasoning opens and closes with one literal each, and then the
+    forced end does end the reasoning as respc parses it; None where it may end otherwise."""
+    import respc
+
+    tok = _tokenizer(family)
+    reasoning = plugin.RespcReasoningParser(tok)
+    assert (reasoning.reasoning_start_str, reasoning.reasoning_end_str) == literals
+    if literals[0] is not None:
+        start, end = literals
+        message = respc.parse_response(f"{start}weighing it{end}Paris", family, prefix="")
+        assert message.get("reasoning_content") == "weighing it", message
+        assert message.get("content") == "Paris", message
+
+
 def test_empty_tools_array():
     """``tools: []``: vLLM 0.34 reads it as no tools (tool_choice "none"), so a call the
     model writes anyway is shown as content, as with tool_choice="none"; vLLM 0.33 refuses

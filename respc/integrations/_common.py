@@ -255,3 +255,59 @@ def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
                 t["end"] = ""
             element["stop_after_first"] = True  # the stop token ends the turn after the call
     return tag
+
+
+#: how the parser reads ``\s`` (the item a leading ``\s*`` repeats)
+_SPACES = "[(IN, [(CATEGORY, CATEGORY_SPACE)])]"
+
+
+def _whole_literal(pattern: Any) -> str | None:
+    """The literal a delimiter pattern matches, when it matches only that (after optional
+    leading ``\\s*``, which the literal then stands for); else None."""
+    if not isinstance(pattern, str) or not pattern:
+        return None
+    try:
+        import re._parser as sre  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_parse as sre  # type: ignore[no-redef]
+    try:
+        items = list(sre.parse(pattern))
+    except Exception:  # a pattern of the regex module's own syntax: not read here
+        return None
+    out: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif not out and name == "MAX_REPEAT" and arg[0] == 0 and str(list(arg[2])) == _SPACES:
+            continue  # leading \s*
+        else:
+            return None
+    return "".join(out) or None
+
+
+#: per template hash: (reasoning start, reasoning end) literals, or (None, None)
+_REASONING_LITERALS: dict[str, tuple[str | None, str | None]] = {}
+
+
+def reasoning_literals(compiled: CompiledTemplate) -> tuple[str | None, str | None]:
+    """The literal texts that open and close the template's reasoning field, when each
+    delimiter is exactly one literal (``open``/``close``, or a pattern that matches only one
+    literal after optional leading whitespace): ``(None, None)`` when either is a pattern of
+    another kind (alternatives, a lookahead close, a class), since then reasoning may begin
+    or end without that text. An engine's thinking-token budget counts from the start text
+    and forces the end text (vLLM's ``reasoning_start_str`` / ``reasoning_end_str``)."""
+    found = _REASONING_LITERALS.get(compiled.hash)
+    if found is None:
+        field = compiled.template.get("fields", {}).get("reasoning_content")
+        start = end = None
+        if isinstance(field, dict):
+            start, end = (
+                field[key] if isinstance(field.get(key), str) and field[key] else _whole_literal(field.get(f"{key}_pattern"))
+                for key in ("open", "close")
+            )
+        found = (start, end) if start and end else (None, None)
+        if len(_REASONING_LITERALS) > 256:
+            _REASONING_LITERALS.clear()
+        _REASONING_LITERALS[compiled.hash] = found
+    return found

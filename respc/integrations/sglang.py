@@ -583,6 +583,14 @@ def _make_classes() -> tuple[type, type]:
                         out.normal_text = text
                         out.reasoning_text = ""
                         return out
+                    text = delta.get("reasoning_content")
+                    if text is not None and self.stream_reasoning:
+                        self._normal = ""
+                        self._calls = _NO_CALLS
+                        out = self._out
+                        out.normal_text = ""
+                        out.reasoning_text = text
+                        return out
                     calls = delta.get("tool_calls")
                     if calls is not None and len(calls) == 1:  # an argument fragment
                         call = calls[0]

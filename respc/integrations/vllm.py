@@ -40,8 +40,17 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
-from ..runtime.deltas import TextField
-from ._common import decode, end_calls_at_stop, resolve, special_markers, stop_texts, stream_tools, tool_dicts
+from ..runtime.deltas import TextField, message_dict
+from ._common import (
+    decode,
+    end_calls_at_stop,
+    reasoning_literals,
+    resolve,
+    special_markers,
+    stop_texts,
+    stream_tools,
+    tool_dicts,
+)
 
 __all__ = ["NAME", "RespcParser", "RespcReasoningParser", "RespcToolParser", "register", "template_for"]
 
@@ -562,14 +571,18 @@ def _whole(
     """A whole output as the stream adds up to (stop token restored): its reasoning, its
     content and its calls (OpenAI message dicts; with ``parse_tools`` off, none: they are
     in the content as written)."""
-    stream = _Stream(compiled, tokenizer, prefix, tools, parse_tools=parse_tools)
-    if stream.tool_text is not None:
+    if not parse_tools and _TOOLS in compiled.template.get("fields", {}):  # calls shown as content
+        stream = _Stream(compiled, tokenizer, prefix, tools, parse_tools=False)
         delta = stream.step(output, token_ids, finished=True)
         return (None, None, []) if delta is None else (delta.reasoning, delta.content, [])
-    text = stream.restored(output, token_ids)
-    stream.deltas.feed(text)
-    stream.deltas.finish(length=True)
-    message = stream.deltas.to_message()
+    text = output
+    if len(token_ids):  # the stop token vLLM left out, put back (as _Stream.restored)
+        last = _token_text(tokenizer, token_ids[-1])
+        if last and not output.endswith(last):
+            text = output + last
+    # one parse of the whole text, what the stream's message is (a region the text leaves
+    # open or that fails to parse left out, as the stream's finish(length=True) leaves it)
+    message = message_dict(compiled.Parser.parse_whole(prefix or "", text, tools, []), _REASONING)
     return message.get(_REASONING), message.get("content"), message.get("tool_calls") or []
 
 
@@ -724,13 +737,18 @@ class RespcReasoningParser(ReasoningParser):
             counter = self._counter = _ReasoningCount(self.compiled, self._prefix, self.model_tokenizer)
         return counter.count(token_ids)
 
+    # vLLM's thinking-token budget (its ReasoningConfig reads these at startup) counts the
+    # tokens after the start text and forces the end text: given where the template's
+    # reasoning opens and closes with one literal each (respc.integrations._common.
+    # reasoning_literals), None where it may open or close otherwise (a lookahead close, a
+    # pattern), since then the budget would count or force at the wrong place
     @property
     def reasoning_start_str(self) -> str | None:
-        return None
+        return reasoning_literals(self.compiled)[0]
 
     @property
     def reasoning_end_str(self) -> str | None:
-        return None
+        return reasoning_literals(self.compiled)[1]
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
         # on its own a reasoning parser leaves the calls to a tool parser: in the content, as written
