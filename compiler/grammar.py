@@ -2894,6 +2894,12 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
                 raise GrammarUnsupported(f"{calls.path}: the call's open delimiter writes nothing a trigger can start")
             opens = [(begin, [])]
         ends, closing = _end_forms(b, calls.close) if calls.close is not None else ([""], [])
+        if not parallel_tool_calls and not closing:
+            # one call: not a close that goes on to the next call of a list ("}," of granite's)
+            # nor one that ends nowhere (before the output's end), where another form ends
+            single = [e for e in ends if e and not e.rstrip().endswith(",")]
+            single = [e for e in single if not any(o != e and o.startswith(e) for o in single)]  # "}]", not "}"
+            ends = single or ends
         for begin, lead in opens:
             body = {"type": "sequence", "elements": [*lead, content, *closing]} if lead or closing else content
             tags.append({"type": "tag", "begin": begin, "content": body, "end": ends[0] if len(ends) == 1 else ends})
@@ -2911,10 +2917,15 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
                 triggers.append(begin)
     if must:
         # xgrammar's triggered tags with at_least_one begin at a trigger, no text before it:
-        # the text a reply may write before its first call ("\n\n" after </think>) comes first
-        elements.append({"type": "any_text"})
+        # the text a reply may write before its first call ("\n\n" after </think>) comes
+        # first, without a trigger (else a first call written there as text, and a second as
+        # the tag, passed parallel_tool_calls=False)
+        elements.append({"type": "any_text", "excludes": triggers})
     elements.append({"type": "triggered_tags", "triggers": triggers, "tags": tags, "at_least_one": must,
                      "stop_after_first": not parallel_tool_calls})
+    if not parallel_tool_calls:
+        # after the one call, text without another (stop_after_first leaves what follows free)
+        elements.append({"type": "any_text", "excludes": triggers})
     return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
 
 

@@ -590,6 +590,47 @@ def test_structural_tag(family):
             assert not xgr.testing._is_grammar_accept_string(grammar, text), f"{family}/{case['name']} required, no call"
 
 
+#: families whose calls are items of one JSON list: with parallel_tool_calls=False the tag
+#: still takes a list of two (its later items are text after the tag, or items of the list
+#: schema the tag writes for the whole call); the Lark grammar holds them to one
+#: (test_samples_accepted's mutations). Checked both ways.
+#: (command-a's and command-r's list schema holds them to one under a required call)
+_BOTH = ("auto", "required")
+STRUCTURAL_LIST_PARALLEL = {"command-a": ("auto",), "command-r-plus": ("auto",), "command-r7b": ("auto",),
+                            "granite3.2": _BOTH, "granite3.3": _BOTH, "jamba": _BOTH, "mistral-nemo": _BOTH,
+                            "mistral-small-3.1": _BOTH, "phi-4-mini": _BOTH, "xlam": _BOTH}
+
+
+@pytest.mark.parametrize("family", sorted(STRUCTURAL_ALL_SAMPLES))
+def test_structural_tag_one_call(family):
+    """parallel_tool_calls=False: the structural tag takes a reply with one call and rejects
+    the family's parallel sample, its first call written as text before the tag included
+    (free text before the first call and after it holds no trigger)."""
+    try:
+        import xgrammar as xgr
+    except Exception as error:  # noqa: BLE001 - xgrammar needs torch
+        pytest.skip(f"xgrammar (it needs torch) is not importable: {error}")
+    compiled, sample = respc.load(family), _sample(family)
+    ends = ["", *sample.get("end_tokens", [])]
+    checked, listed = 0, family not in STRUCTURAL_LIST_PARALLEL
+    for case in sample["cases"]:
+        calls = (case.get("expected") or {}).get("tool_calls") or []
+        if not _complete(case) or not case.get("tools", True) or not calls or (family, case["name"]) in SCHEMA_BREAKING \
+                or (family, case["name"]) in STRUCTURAL_UNDECLARED or case["name"] in STRUCTURAL_REQUIRED_MISSES.get(family, ()):
+            continue
+        for choice in ("auto", "required"):
+            tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"], tool_choice=choice,
+                                   parallel_tool_calls=False)
+            grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
+            took = any(xgr.testing._is_grammar_accept_string(grammar, case["output"] + e) for e in ends)
+            want = len(calls) == 1 or choice in STRUCTURAL_LIST_PARALLEL.get(family, ())
+            assert took == want, f"{family}/{case['name']} {choice}, {len(calls)} calls: {case['output']!r}"
+            listed = listed or (family in STRUCTURAL_LIST_PARALLEL and len(calls) > 1)
+            checked += 1
+    assert checked, f"{family}: no sample with calls checked"
+    assert listed, f"{family}: listed in STRUCTURAL_LIST_PARALLEL without a sample of several calls"
+
+
 # --- CLI and lint ---------------------------------------------------------------------------
 def test_cli_grammar(tmp_path, capsys):
     from respc.cli import main
