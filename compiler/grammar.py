@@ -232,6 +232,34 @@ def translate(items: Any, path: str, *, contains: bool = False, groups: dict | N
     """llguidance regex for a parse (sub-)tree. Assertions: left out (they are decided by
     the caller); with ``contains`` a trailing lookahead is written as what it requires (a
     text holding a match of ``A(?=B)`` is a text holding ``AB``), for free text's exclusion."""
+    if not contains:
+        # (each item's translation on its own, kept per item: a delimiter written with a new
+        # tool name is its items translated again, only the name's literals new)
+        out = []
+        for item in items:
+            op = item[0]
+            if op is _sre.LITERAL and item[1] != _STUB_ORD:
+                out.append(_char(item[1]))
+                continue
+            hit = _ITEM_TEXT.get(id(item))
+            if hit is None or hit[0] is not item:
+                if len(_ITEM_TEXT) > 65536:
+                    _ITEM_TEXT.clear()
+                hit = _ITEM_TEXT[id(item)] = (item, _translate(item, path))
+            out.append(hit[1])
+        return "".join(out)
+    return _translate_items(items, path, contains, groups)
+
+
+_ITEM_TEXT: dict[int, tuple[Any, str]] = {}  # id(item) -> (item, translated): the items the template caches hold
+_STUB_ORD = 0xE000  # (ord of _STUB)
+
+
+def _translate(item: Any, path: str) -> str:
+    return _translate_items([item], path, False, None)
+
+
+def _translate_items(items: Any, path: str, contains: bool, groups: dict | None) -> str:
     items = list(items)
     out = []
     for index, item in enumerate(items):
@@ -720,6 +748,7 @@ class Builder:
         self.open_tie = False
         self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
+        self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
@@ -897,6 +926,8 @@ class Builder:
         hit = self.shared.get(key, self)
         if hit is self:
             hit = self.shared[key] = pat.search(text, pos)
+        if self.search_log is not None:
+            self.search_log.append((pat, text, pos))
         return hit
 
     def shared_lead(self, alt: Alt) -> int:
@@ -1479,7 +1510,15 @@ def _walk(self: Builder, start: tuple) -> str:
     # nodes whose steps read the same text (from that far before their first search on,
     # and both at the start of the text or not) have the same outcomes
     outcomes: dict[Any, tuple[int, list]] = {}
+    # without a bound (an unbounded lookbehind), or beyond it: nodes the same from the
+    # start of their last search on, with the searches their outcomes made (see _replays)
+    replayable: dict[Any, list] = {}
     reach = self.reach_back()
+    # (the searches are logged for it while the template's builds of this kind replay some:
+    # in the bundled templates only muse-glimmer's nodes do, and the log costs a few percent)
+    hint = ("replays", must_call, o.parallel, start[0])
+    logging = self.shared.get(hint, True)
+    replayed = 0
     index_of = {id(f): f.index for f in ir.fields}
     order: list[Any] = []
     bodies: dict[str, list[str]] = {}
@@ -1519,11 +1558,11 @@ def _walk(self: Builder, start: tuple) -> str:
         if isinstance(prev, tuple) and len(prev) == 2 and prev[0] in self.field_closes:
             after, rest_items = self.after_short(self.alts[prev[0]][prev[1]])
         base = len(L) if check is None else check[1]
-        ekey = None
-        if reach is not None:
-            ekey = (id(steps), L[max(0, base - reach):base], base == 0, L[base:],
-                    None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried,
-                    after, tuple(rest_items))
+        # (an unbounded lookbehind: the whole text before, which nodes reached by the same
+        # text share; exact, as a bounded one's window is)
+        ekey = (id(steps), L[:base] if reach is None else L[max(0, base - reach):base], base == 0, L[base:],
+                None if check is None else (check[0].pattern, check[2] - base, check[3] - base), count, carried,
+                after, tuple(rest_items))
         if held and prev == "start":
             # the parser holds the prompt's last characters (functionary's ">>>", a
             # delimiter they may begin): steps whose delimiter begins with them, written
@@ -1537,11 +1576,27 @@ def _walk(self: Builder, start: tuple) -> str:
                                   cuts, held_ban)
             seen = ()
         else:
-            seen = outcomes.get(ekey) if ekey is not None else None
+            seen = outcomes.get(ekey)
+            if seen is None and base:
+                # another node whose text differs before ``base`` only, on which every search
+                # its outcomes made finds the same (moved): the same outcomes (see _replays)
+                seen = next((cand[:2] for cand in replayable.get(ekey[:1] + ekey[2:], ())
+                             if _replays(self, cand, L, base)), None)
+                replayed += seen is not None
         if seen is None:
-            outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items, cuts)
-            if ekey is not None:
-                outcomes[ekey] = (base, outs)
+            gkey = ekey[:1] + ekey[2:]
+            cands = replayable.setdefault(gkey, [])
+            log = [] if base and logging and len(cands) < 4 else None
+            self.search_log = log
+            try:
+                outs = _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items, cuts)
+            finally:
+                self.search_log = None
+            outcomes[ekey] = (base, outs)
+            if log is not None:
+                spans = _search_spans(self, log, L[:base])
+                if spans is not None:
+                    cands.append((base, outs, spans))
         elif seen:
             outs = _rebased(seen, base, L)
         for ident, got in outs:
@@ -1563,6 +1618,8 @@ def _walk(self: Builder, start: tuple) -> str:
                 pending.append(nkey)
             alts_out.append(" ".join(items + [nodes[nkey][0]]))
         bodies[name] = list(dict.fromkeys(alts_out))
+    if logging:
+        self.shared[hint] = replayed > 0
     # prune nodes that cannot reach an end
     live: set[str] = set()
     changed = True
@@ -1635,8 +1692,25 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             continue
         try:
             self.open_failed = False
-            got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
-                                rest_items=rest_items, cuts=cuts)
+            known = None
+            if st.open is not None and (st.kind == "field" or st.kind == "unclosed"):
+                # an open this node's steps tried already and that failed its checks: the
+                # step fails as try_step would find (without its preamble, done then)
+                opened = memo.get((id(st.open), None if st.tool is None else st.tool["name"], st.text), memo)
+                if opened is None:
+                    known = False
+                elif opened is not memo:
+                    known = opened[6]
+                    if known.get(("prev", st.kind == "unclosed")) is False:
+                        known = False
+                    elif known.get(("open",)) is False:
+                        self.open_failed = known[("tie",)]
+                        known = False
+            if known is False:
+                got = None
+            else:
+                got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
+                                    rest_items=rest_items, cuts=cuts)
             if got is None and self.open_failed and _ws_runs(st.open):
                 st, got = _spaced_step(self, st, L, check, open_ok, quiet, prev_ok, count, carried, memo, ban,
                                        rest_items, cuts)
@@ -1833,6 +1907,41 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
     if items[:len(old)] != old:
         return None
     return head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=False, ban=ban), cut) + items[len(old):], nxt
+
+
+def _search_spans(self: Builder, log: list, head: str) -> dict | None:
+    """{(pattern, text, pos): span or None} of the searches a node's outcomes made, None when
+    one was not on the node's text from ``len(head)`` on (its outcomes are then not replayed)."""
+    spans: dict = {}
+    base = len(head)
+    for key in log:
+        if key not in spans:
+            pat, text, pos = key
+            if pos < base or not text.startswith(head):
+                return None
+            m = self.shared.get(("search", pat.pattern, text, pos))
+            spans[key] = None if m is None else m.span()
+    return spans
+
+
+def _replays(self: Builder, cand: tuple[int, list, dict], L: str, base: int) -> bool:
+    """Another node's outcomes hold for this node: its text is the other's from ``base`` on
+    (the key says so) and every search the other's outcomes made (all on its text from its
+    ``base`` on, a search moved by the difference) finds the same here. A node's outcomes
+    depend on the text before its last search's start through those searches only, so
+    they are the other's, moved (:func:`_rebased`)."""
+    base0, _, log = cand
+    delta = base - base0
+    head = L[:base]
+    search = self.search
+    for (pat, text, pos), span in log.items():
+        m = search(pat, head + text[base0:], pos + delta)
+        if m is None:
+            if span is not None:
+                return False
+        elif span is None or m.start() - delta != span[0] or m.end() - delta != span[1]:
+            return False
+    return True
 
 
 def _rebased(seen: tuple[int, list], base: int, L: str) -> list[tuple[tuple, Any]]:
@@ -2073,13 +2182,16 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
     first lexeme of a longer close the previous close was cut from, which a delimiter
     starting so is cut like; ``cuts``: from :meth:`lazy_cuts`."""
     text = _FIELD_TEXT if st.text else ""
-    s = L + text
-    d0 = len(s)
     items: list[str] = []
-    lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
     if st.text and carried is None and self.free_tokens():
         # markers the parser passes over as free text (kimi-k3's <|close|>message<|sep|>)
         items.append(self.free_token_run(ban))
+    if st.kind == "field" or st.kind == "unclosed":
+        return _try_field_step(self, st, L, text, items, check, open_ok, prev_ok, count, carried, nullable, memo, ban,
+                               cuts)
+    s = L + text
+    d0 = len(s)
+    lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
     if st.kind == "end":
         if st.close is None:
             if not prev_ok(s, check) or not quiet(s, len(L)):
@@ -2113,12 +2225,20 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         items += self.delim_seq(a, {}, lead, cut)
         pat = self.compiled[a.delim.path]
         return items, ((("ic", a.delim.path, a.index), min(count, 1)), L + text + r, (pat, len(L), d0, d0 + len(r)))
+    raise AssertionError(st.kind)
+
+
+def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str], check: Any, open_ok: Any,
+                    prev_ok: Any, count: int, carried: str | None, nullable: bool, memo: dict | None, ban: str,
+                    cuts: dict | None) -> Any:
+    """:func:`_try_step` of a field's step (the checks of its open first: most fail there)."""
     f = st.field
+    d0 = len(L) + len(text)
     memo = {} if memo is None else memo
     mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text)
     opened = memo.get(mkey, memo)
     if opened is memo:
-        opened = memo[mkey] = _open_part(self, st, s)
+        opened = memo[mkey] = _open_part(self, st, L + text)
     if opened is None:
         return None
     s, d1, b1, body_items, calls, self.tail_lead, known = opened
@@ -2137,6 +2257,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
         if not ok:
             self.open_failed = known[("tie",)]
             return None
+        lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
         cut = (cuts or {}).get((id(st.open.__dict__.get("base", st.open)), st.tool["name"] if st.tool else None), 0) \
             if st.text else 0
         open_items = known.get(("seq", lead, cut), known)
@@ -2515,7 +2636,9 @@ def cached_grammar(digest: str, template: dict, tools: Any, *, format: str = "la
     if format not in ("lark", "structural_tag", "structural-tag"):
         raise ValueError(f"format must be 'lark' or 'structural_tag', got {format!r}")
     special = special_token_strings(special_tokens)
-    tools = list(tools) if tools is not None else []
+    # what of the tools the grammar reads (names, parameters): a tool list that differs only
+    # in descriptions is the same grammar (and a list no grammar is built of raises here)
+    tools = _tool_list(list(tools) if tools is not None else [])
     try:
         tools_key = json.dumps(tools, sort_keys=True, default=repr)
     except (TypeError, ValueError):

@@ -289,6 +289,59 @@ def test_stop_token_closer_and_structure_info():
     assert info.begin.strip() == "<tool_call>" and info.end.startswith("</tool_call>")
 
 
+class _StopTokenizer(_Tokenizer):
+    """The test tokenizer with the model's stop tokens: ``eos_token`` and the ids of
+    generation_config.json's ``eos_token_id`` in its folder (``name_or_path``)."""
+
+    def __init__(self, texts: list[str], template: dict, folder: Path, stops: list[str]):
+        super().__init__(texts, template)
+        ids = [self._tok.token_to_id(stop) for stop in stops]
+        assert None not in ids, "the stop tokens must be special tokens of the test tokenizer"
+        (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": ids}), encoding="utf-8")
+        self.name_or_path = str(folder)
+        self.eos_token = stops[0]
+
+    def convert_ids_to_tokens(self, i: int) -> str | None:
+        return self._tok.id_to_token(i)
+
+
+@pytest.mark.parametrize("choice", ["required", "named"])
+def test_gpt_oss_forced_calls_end_at_the_call_stop_token(tmp_path, choice):
+    """gpt-oss's call close <|call|> is a stop token: xgrammar's matcher takes a stop token
+    only where the grammar may end, so the structural tag SGLang gets for required or named
+    tool choice ends each call with its body (the turn ending there), as vLLM's does."""
+    from sglang.srt.entrypoints.openai.protocol import ToolChoice
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    template, samples = _load("gpt-oss")
+    texts = [c["prefix"] + c["output"] for c in samples["cases"]] + ["<|call|><|return|>"]
+    names = [t["function"]["name"] for t in samples["tools"]]
+    tool_choice = "required" if choice == "required" else ToolChoice(function={"name": names[0]})
+    tags = {}
+    for stops in (["<|return|>", "<|call|>"], None):
+        tokenizer = _StopTokenizer(texts, template, tmp_path, stops) if stops else _Tokenizer(texts, template)
+        parser = FunctionCallParser(tools=driver.tools_of(samples["tools"]), tool_call_parser="respc",
+                                    tokenizer=tokenizer, tool_choice=tool_choice)
+        kind, tag = parser.get_structure_constraint(tool_choice)
+        assert kind == "structural_tag", (kind, tag)
+        tags[bool(stops)] = tag
+    ended = tags[True]["format"]["elements"][-1]
+    assert ended["type"] == "triggered_tags" and ended["at_least_one"] and ended["stop_after_first"], ended
+    assert ended["tags"] and [t["end"] for t in ended["tags"]] == [""] * len(ended["tags"]), ended["tags"]
+    if choice == "named":
+        assert [names[0] in t["begin"] for t in ended["tags"]] == [True] * len(ended["tags"])
+    # without the stop tokens known (a tokenizer without them): the template's own close
+    assert {t["end"] for t in tags[False]["format"]["elements"][-1]["tags"]} == {"<|call|>"}
+    try:
+        import xgrammar as xgr
+    except Exception as error:  # noqa: BLE001 - xgrammar needs torch
+        pytest.skip(f"xgrammar (it needs torch) is not importable: {error}")
+    grammar = xgr.Grammar.from_structural_tag(json.dumps(tags[True]))
+    call = ('<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant<|channel|>commentary '
+            f'to=functions.{names[0]}<|message|>{{"city": "Paris"}}')
+    assert xgr.testing._is_grammar_accept_string(grammar, call)  # then <|call|>, a stop token, ends it
+
+
 def test_sglang_loads_the_plugin_from_its_entry_point():
     """``sglang serve`` calls ``load_plugins()`` before it reads ``--tool-call-parser``: the
     ``sglang.srt.plugins`` entry point registers both parsers (installing respc is enough)."""

@@ -52,7 +52,7 @@ from typing import Any
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
-from ._common import resolve, stream_tools, tokenizer_template, tool_dicts
+from ._common import end_calls_at_stop, resolve, stop_texts, stream_tools, tokenizer_template, tool_dicts
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
 
@@ -655,6 +655,7 @@ def _make_classes() -> tuple[type, type]:
             self._request_tools = tools
             self._tool_list: list[dict] | None | bool = False  # (stream_tools, made when needed)
             self._constrained = constrained
+            self._tokenizer = tokenizer  # (its stop tokens: see _grammar)
             self._stream: Any = None  # the own parse (DeltaParser), without a paired one
             self._pieces: list[list[str]] = []  # per call, the argument fragments sent
             self._index: dict[int, int] = {}  # respc's call index -> the index sent (-1: dropped)
@@ -846,7 +847,7 @@ def _make_classes() -> tuple[type, type]:
 
             unsupported = getattr(respc, "GrammarUnsupported", ())
             try:
-                return grammar(
+                tag = grammar(
                     tool_dicts(tools) or [],
                     format="structural_tag",
                     tool_choice=tool_choice,
@@ -854,6 +855,10 @@ def _make_classes() -> tuple[type, type]:
                 )
             except unsupported:  # type: ignore[misc]
                 return None
+            # a call whose close is a stop token (gpt-oss's <|call|>) ends where its body does,
+            # the turn ending there, as in vLLM: xgrammar's matcher takes a stop token only
+            # where the grammar may end, so a tag writing it as the close fails on it
+            return end_calls_at_stop(tag, stop_texts(self._tokenizer))
 
         def supports_structural_tag(self) -> bool:
             return getattr(self.compiled, "grammar", None) is not None
