@@ -930,6 +930,24 @@ class Builder:
             self.search_log.append((pat, text, pos))
         return hit
 
+    def pattern_reaches(self) -> dict[str, int | None]:
+        """{delimiter pattern: how far before a search's start it may read} (see
+        :func:`_reach_back`: None when unbounded), per template."""
+        key = ("pattern reaches",)
+        hit = self.shared.get(key)
+        if hit is None:
+            hit = {}
+            for f in self.ir.fields:
+                for d in (f.open, f.close):
+                    if d is not None and d.path in self.compiled:
+                        try:  # (of the whole pattern's parse, every branch)
+                            reach = _reach_back(_parse(d.regex_source, d.path)[0])
+                        except GrammarUnsupported:
+                            reach = None
+                        hit[self.compiled[d.path].pattern] = reach
+            self.shared[key] = hit
+        return hit
+
     def shared_lead(self, alt: Alt) -> int:
         r"""How many leading items this alternative shares with another alternative of its
         delimiter that it is a prefix of, or that is a prefix of it, when the shorter one
@@ -1913,12 +1931,18 @@ def _search_spans(self: Builder, log: list, head: str) -> dict | None:
     """{(pattern, text, pos): span or None} of the searches a node's outcomes made, None when
     one was not on the node's text from ``len(head)`` on (its outcomes are then not replayed)."""
     spans: dict = {}
+    seen: set = set()
     base = len(head)
+    reaches = self.pattern_reaches()
     for key in log:
-        if key not in spans:
+        if key not in seen:
+            seen.add(key)
             pat, text, pos = key
             if pos < base or not text.startswith(head):
                 return None
+            reach = reaches.get(pat.pattern, -1)
+            if reach is not None and 0 <= reach <= pos - base:
+                continue  # (it reads nothing before ``base``: the same search on the other text)
             m = self.shared.get(("search", pat.pattern, text, pos))
             spans[key] = None if m is None else m.span()
     return spans
