@@ -2753,17 +2753,17 @@ def _split_at_group(items: list, name: str) -> tuple[list, list] | None:
     return None
 
 
-def _open_forms(b: Builder, d: Delimiter, name_group: str | None, tool: dict | None, body_rep: str) -> list[tuple[str, list]]:
+def _open_forms(b: Builder, d: Delimiter, name_group: str | None, tool: dict | None, body_rep: str,
+                others: list[str]) -> list[tuple[str, list]]:
     """Each way the template's open delimiter starts a call of ``tool``, as a structural tag
     writes it: (the begin, a literal text the open starts with, whitespace and optional
     parts before it left to the free text; the format elements of the rest of the open: its
     regex up to the tool's name, the name, its regex after the name). Every form is read
     back by the template's own pattern (the name group holding the tool's name). An empty
     list where no alternative starts with a literal of two characters or more (then the
-    caller writes one form, as before)."""
+    caller writes one form, as before). ``others``: :func:`_other_forms` of ``d``."""
     pat = b.compiled[d.path]
     name = tool["name"] if tool is not None and name_group else None
-    others = _other_forms(b, d)
     out: list[tuple[str, list]] = []
     for a in b.alts[d.path]:
         if not a.consuming or (a.items and not isinstance(a.items[0][0], str) and a.items[0][0] is _sre.ASSERT
@@ -3015,6 +3015,15 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
     shape = b.shape
     tags = []
     targets = chosen if shape.name_group is not None or shape.body == "function" else [None]
+    # the close's forms and what the other delimiters write are the same for every tool
+    ends, closing = _end_forms(b, calls.close) if calls.close is not None else ([""], [])
+    if not parallel_tool_calls and not closing:
+        # one call: not a close that goes on to the next call of a list ("}," of granite's)
+        # nor one that ends nowhere (before the output's end), where another form ends
+        single = [e for e in ends if e and not e.rstrip().endswith(",")]
+        single = [e for e in single if not any(o != e and o.startswith(e) for o in single)]  # "}]", not "}"
+        ends = single or ends
+    others = _other_forms(b, calls.open) if calls.open is not None else []
     for tool in targets:
         fill = {shape.name_group: tool["name"]} if tool is not None and shape.name_group else {}
         if calls.content == "json" and not {k for k, v in calls.content_args.items() if k != "allow_non_json" and v}:
@@ -3034,23 +3043,16 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
             content, body_rep = _xml_structural(b, calls, tool)
         else:
             raise GrammarUnsupported(f"{calls.path}.content: {calls.content!r} bodies (or JSON dialects) have no structural tag; use format='lark'")
-        opens = _open_forms(b, calls.open, shape.name_group, tool, body_rep) if calls.open is not None else []
+        opens = _open_forms(b, calls.open, shape.name_group, tool, body_rep, others) if calls.open is not None else []
         if not opens:
             begin = _written(b, calls.open, fill, body_rep) if calls.open is not None else None
             if not begin:
                 raise GrammarUnsupported(f"{calls.path}: the call's open delimiter writes nothing a trigger can start")
             opens = [(begin, [])]
-        ends, closing = _end_forms(b, calls.close) if calls.close is not None else ([""], [])
-        if not parallel_tool_calls and not closing:
-            # one call: not a close that goes on to the next call of a list ("}," of granite's)
-            # nor one that ends nowhere (before the output's end), where another form ends
-            single = [e for e in ends if e and not e.rstrip().endswith(",")]
-            single = [e for e in single if not any(o != e and o.startswith(e) for o in single)]  # "}]", not "}"
-            ends = single or ends
         for begin, lead in opens:
             body = {"type": "sequence", "elements": [*lead, content, *closing]} if lead or closing else content
             tags.append({"type": "tag", "begin": begin, "content": body, "end": ends[0] if len(ends) == 1 else ends})
-    begins = sorted({t["begin"] for t in tags}, key=len)
+    begins = sorted({t["begin"] for t in tags}, key=lambda t: (len(t), t))  # (by text too: a set's order varies per process)
     prefix = begins[0]
     for begin in begins[1:]:
         while not begin.startswith(prefix):
