@@ -431,11 +431,7 @@ class _Stream:
 
     def restored(self, text: str, token_ids: Sequence[int]) -> str:
         """``text`` with the stop token vLLM left out of it put back."""
-        if len(token_ids):
-            last = _token_text(self.tokenizer, token_ids[-1])
-            if last and not (self.before + text).endswith(last):
-                return text + last
-        return text
+        return _restored(self.tokenizer, text, token_ids, self.before)
 
     def step(
         self,
@@ -565,6 +561,16 @@ class _Stream:
         )
 
 
+def _restored(tokenizer: Any, text: str, token_ids: Sequence[int], before: str = "") -> str:
+    """``text`` (after ``before``, the output streamed so far) with the stop token vLLM left
+    out of it put back: the last token's text where the output does not end with it."""
+    if len(token_ids):
+        last = _token_text(tokenizer, token_ids[-1])
+        if last and not (before + text).endswith(last):
+            return text + last
+    return text
+
+
 def _whole(
     compiled, tokenizer, prefix: str, output: str, token_ids: Sequence[int], tools, *, parse_tools: bool = True
 ) -> tuple[str | None, str | None, list[dict]]:
@@ -575,11 +581,7 @@ def _whole(
         stream = _Stream(compiled, tokenizer, prefix, tools, parse_tools=False)
         delta = stream.step(output, token_ids, finished=True)
         return (None, None, []) if delta is None else (delta.reasoning, delta.content, [])
-    text = output
-    if len(token_ids):  # the stop token vLLM left out, put back (as _Stream.restored)
-        last = _token_text(tokenizer, token_ids[-1])
-        if last and not output.endswith(last):
-            text = output + last
+    text = _restored(tokenizer, output, token_ids)
     # one parse of the whole text, what the stream's message is (a region the text leaves
     # open or that fails to parse left out, as the stream's finish(length=True) leaves it)
     message = message_dict(compiled.Parser.parse_whole(prefix or "", text, tools, []), _REASONING)
