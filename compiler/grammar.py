@@ -465,12 +465,79 @@ def _template_parts(ir: TemplateIR, marks: tuple[str, ...]) -> tuple[dict, dict]
                 if d is not None:
                     alts[d.path] = _delim_alts(d, marks)
                     compiled[d.path] = regex.compile(d.regex_source, REGEX_FLAGS)
+        _drop_end_lookaheads(ir, alts)
         split = _split_on_leads(ir, alts, compiled) if not marks else False
         if len(_PARTS) > 256:
             _PARTS.clear()
         hit = _PARTS[key] = (alts, compiled, key)
         _PARTS["split", key] = split
     return hit
+
+
+def _literal_strings(items: Any, limit: int = 16) -> list[str] | None:
+    """The texts a sequence of literals, groups and branches of them matches (None when it
+    reads anything else, or more than ``limit`` texts)."""
+    out = [""]
+    for op, arg in items:
+        if op is _sre.LITERAL:
+            out = [t + chr(arg) for t in out]
+            continue
+        if op is _sre.SUBPATTERN and not arg[1] and not arg[2]:
+            choices = _literal_strings(arg[3], limit)
+        elif op is _sre.BRANCH:
+            choices = []
+            for b in arg[1]:
+                got = _literal_strings(list(b), limit)
+                if got is None:
+                    return None
+                choices += got
+        else:
+            return None
+        if choices is None or len(out) * len(choices) > limit:
+            return None
+        out = [t + c for t in out for c in choices]
+    return out
+
+
+def _end_markers(alts: list) -> set[str]:
+    r"""The markers after which an alternative ends the output (``\s*<|im_end|>[\s\S]*``:
+    ``<|im_end|>``): its literal run after any leading whitespace run."""
+    out = set()
+    for a in alts:
+        if not a.end:
+            continue
+        items = list(a.items)
+        while items and not isinstance(items[0][0], str) and items[0][0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and items[0][1][0] == 0:
+            items.pop(0)
+        lead = list(itertools.takewhile(lambda it: _literal_strings([it]) is not None, items))
+        out.update(t for t in _literal_strings(lead, 64) or () if t)
+    return out
+
+
+def _drop_end_lookaheads(ir: TemplateIR, alts: dict) -> None:
+    r"""Leave out of the grammar a close alternative that only looks ahead at the end of the
+    turn (qwen3's tool call ``</tool_call>\s*|(?=<|im_end|>)``): it lets the parser end a
+    call the model cut with its end-of-turn token, which is no output for the grammar to
+    offer (and its empty close after the body's whitespace is a lexeme llguidance's greedy
+    lexer could not leave). The parser's patterns (``compiled``) stay whole."""
+    ends: set[str] = set()
+    for f in ir.fields:
+        if f.close is not None:
+            ends |= _end_markers(alts[f.close.path])
+    if not ends:
+        return
+    for f in ir.fields:
+        if f.close is None or f.close.path not in alts:
+            continue
+        kept = []
+        for a in alts[f.close.path]:
+            texts = None
+            if len(a.items) == 1 and not isinstance(a.items[0][0], str) and a.items[0][0] is _sre.ASSERT and a.items[0][1][0] == 1:
+                texts = _literal_strings(list(a.items[0][1][1]))
+            if not (texts and all(t in ends for t in texts)):
+                kept.append(a)
+        if kept and len(kept) < len(alts[f.close.path]):
+            alts[f.close.path] = kept
 
 
 def _split_on_leads(ir: TemplateIR, alts: dict, compiled: dict) -> bool:
