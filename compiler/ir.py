@@ -17,6 +17,7 @@ import regex
 from ..runtime.content import STREAMABLE
 from .regexinfo import (
     any_pump,
+    branch_leads,
     Lead,
     gap_split,
     is_zero_width,
@@ -198,7 +199,16 @@ class State:
             if d.is_literal:
                 direct.extend(d.literals)
             elif d.lead is not None and not d.lead.ws_required:
-                (ws_led if d.lead.ws else direct).extend(d.lead.prefixes)
+                if d.lead.ws and not d.lead.all_ws:
+                    # whitespace leads some alternatives only: each one's prefixes where its
+                    # match starts (a partial match of the others holds no whitespace before)
+                    leads = branch_leads(d.pattern)
+                    if leads is None or any(x.ws_required for x in leads):
+                        return None
+                    for x in leads:
+                        (ws_led if x.ws else direct).extend(x.prefixes)
+                else:
+                    (ws_led if d.lead.ws else direct).extend(d.lead.prefixes)
             else:
                 return None
         if all(len(m) < 2 for m in direct + ws_led):

@@ -273,6 +273,19 @@ def lead(pattern: str) -> Lead | None:
     return Lead(frozenset(firsts), ws, tuple(kept), ws_required, all_ws, _filters(pattern, kept))
 
 
+def branch_leads(pattern: str) -> list[Lead] | None:
+    """:func:`lead` of each top-level alternative of ``pattern`` (None when one is not
+    known): which literal prefixes a match reaches after whitespace, and which without
+    (``\\s*\\[BEGIN FINAL RESPONSE\\]|(?=<\\|end\\|>)``: the second starts at ``<``
+    itself, so a partial match of it holds no whitespace before it)."""
+    try:
+        branches = _split_alternatives(pattern)
+    except (_Unknown, IndexError):
+        return None
+    leads = [lead(b) for b in branches]
+    return None if any(x is None for x in leads) else leads  # type: ignore[return-value]
+
+
 #: at most this many long prefixes (alternatives multiply them)
 _MAX_FILTERS = 16
 

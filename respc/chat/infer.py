@@ -605,6 +605,16 @@ class _Infer:
                 if closing and close not in turn.prefix and close not in anchors:
                     anchors.append(close)
                     self.say(f"start anchor: the template's text closes a tool result with {close!r}, which no probe renders")
+        if end:
+            # a reply the model cut with its end token (inside the reasoning or a call) ends the
+            # open region right before the token, which the content's close then takes: the
+            # token is never read into the reasoning or the call (docs/models.md)
+            for key in ("reasoning_content", "tool_calls"):
+                spec = fields.get(key)
+                if spec is not None and isinstance(spec.get("close"), str):
+                    spec = fields[key] = {("close_pattern" if k == "close" else k): (lit(v) if k == "close" else v) for k, v in spec.items()}
+                if spec is not None and "close_pattern" in spec:
+                    spec["close_pattern"] += "|(?=" + end + ")"
         template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
         if reasoning is not None and any(t.strip() == reasoning[1] for t in tails.values()):
             # thinking off: the generation prompt closes the reasoning right after the anchor

@@ -261,19 +261,24 @@ def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
 _SPACES = "[(IN, [(CATEGORY, CATEGORY_SPACE)])]"
 
 
-def _whole_literal(pattern: Any) -> str | None:
-    """The literal a delimiter pattern matches, when it matches only that (after optional
-    leading ``\\s*``, which the literal then stands for); else None."""
-    if not isinstance(pattern, str) or not pattern:
-        return None
+def _sre() -> Any:
     try:
         import re._parser as sre  # type: ignore[import-not-found]
     except ImportError:  # Python < 3.11
         import sre_parse as sre  # type: ignore[no-redef]
+    return sre
+
+
+def _parsed(pattern: Any) -> list | None:
+    if not isinstance(pattern, str) or not pattern:
+        return None
     try:
-        items = list(sre.parse(pattern))
+        return list(_sre().parse(pattern))
     except Exception:  # a pattern of the regex module's own syntax: not read here
         return None
+
+
+def _items_literal(items: list) -> str | None:
     out: list[str] = []
     for op, arg in items:
         name = str(op)
@@ -284,6 +289,81 @@ def _whole_literal(pattern: Any) -> str | None:
         else:
             return None
     return "".join(out) or None
+
+
+def _whole_literal(pattern: Any) -> str | None:
+    """The literal a delimiter pattern matches, when it matches only that (after optional
+    leading ``\\s*``, which the literal then stands for); else None."""
+    items = _parsed(pattern)
+    return None if items is None else _items_literal(items)
+
+
+def _texts(items: list) -> list[str] | None:
+    """The texts a sequence of literals, groups and branches of them matches, else None."""
+    out = [""]
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out = [t + chr(arg) for t in out]
+            continue
+        if name == "SUBPATTERN" and not arg[1] and not arg[2]:
+            choices = _texts(list(arg[3]))
+        elif name == "BRANCH":
+            choices = []
+            for b in arg[1]:
+                got = _texts(list(b))
+                if got is None:
+                    return None
+                choices += got
+        else:
+            return None
+        if choices is None or len(out) * len(choices) > 64:
+            return None
+        out = [t + c for t in out for c in choices]
+    return out
+
+
+def _lookahead_texts(items: list) -> list[str] | None:
+    """The texts of a pure lookahead at literals (``(?=<|im_end|>|<|endoftext|>)``), else None."""
+    if len(items) != 1 or str(items[0][0]) != "ASSERT" or items[0][1][0] != 1:
+        return None
+    texts = _texts(list(items[0][1][1]))
+    return texts if texts and all(t and not t[0].isspace() for t in texts) else None
+
+
+def _opens_a_field(fields: dict, text: str) -> bool:
+    """Some field's open may begin with ``text`` (qwen3's reasoning ends where ``<tool_call>``
+    opens a call: the end text is not the only way out of the reasoning)."""
+    import regex
+
+    for spec in fields.values():
+        if not isinstance(spec, dict):
+            continue
+        if isinstance(spec.get("open"), str) and (spec["open"].startswith(text) or text.startswith(spec["open"])):
+            return True
+        if isinstance(spec.get("open_pattern"), str):
+            try:
+                if regex.compile(spec["open_pattern"]).match(text, partial=True) is not None:
+                    return True
+            except regex.error:
+                return True
+    return False
+
+
+def _close_literal(fields: dict, pattern: Any) -> str | None:
+    """:func:`_whole_literal` of a close, its alternatives that only look ahead at markers that
+    open no field left out (``</think>|(?=<|im_end|>)``: a reply the model cut with its end
+    token ends the reasoning there, which forcing ``</think>`` still does)."""
+    whole = _whole_literal(pattern)
+    items = _parsed(pattern)
+    if whole is not None or items is None or len(items) != 1 or str(items[0][0]) != "BRANCH":
+        return whole
+    kept = []
+    for branch in items[0][1][1]:
+        texts = _lookahead_texts(list(branch))
+        if texts is None or any(_opens_a_field(fields, t) for t in texts):
+            kept.append(list(branch))
+    return _items_literal(kept[0]) if len(kept) == 1 else None
 
 
 #: per template hash: (reasoning start, reasoning end) literals, or (None, None)
@@ -302,10 +382,9 @@ def reasoning_literals(compiled: CompiledTemplate) -> tuple[str | None, str | No
         field = compiled.template.get("fields", {}).get("reasoning_content")
         start = end = None
         if isinstance(field, dict):
-            start, end = (
-                field[key] if isinstance(field.get(key), str) and field[key] else _whole_literal(field.get(f"{key}_pattern"))
-                for key in ("open", "close")
-            )
+            fields = compiled.template["fields"]
+            start = field["open"] if isinstance(field.get("open"), str) and field["open"] else _whole_literal(field.get("open_pattern"))
+            end = field["close"] if isinstance(field.get("close"), str) and field["close"] else _close_literal(fields, field.get("close_pattern"))
         found = (start, end) if start and end else (None, None)
         if len(_REASONING_LITERALS) > 256:
             _REASONING_LITERALS.clear()
