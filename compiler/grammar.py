@@ -58,7 +58,15 @@ _NAMED = regex.compile(r"\(\?P<(\w+)>")
 
 def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     """Python's parse tree of ``pattern`` (DOTALL) with repeated group names made unique
-    (``name__2``), and {group id: original name}."""
+    (``name__2``), and {group id: original name}. Parsed once per pattern (the delimiters'
+    alternatives and how far back their patterns read both parse each one): the list and
+    the dict are the caller's own, the items are shared (never changed)."""
+    items, names = _parsed(pattern, path)
+    return list(items), dict(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(pattern: str, path: str) -> tuple[tuple, dict[int, str]]:
     seen: dict[str, int] = {}
 
     def rename(m: Any) -> str:
@@ -70,7 +78,7 @@ def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     except Exception as error:  # noqa: BLE001 - regex-module-only syntax
         raise GrammarUnsupported(f"{path}: the grammar cannot read this pattern ({error}); use syntax Python's re reads") from None
     names = {gid: (name.rpartition("__")[0] if "__" in name else name) for name, gid in tree.state.groupdict.items()}
-    return list(tree), names
+    return tuple(tree), names
 
 
 def _is_anything(item: Any, lazy: bool = False) -> bool:
@@ -748,6 +756,7 @@ class Builder:
         self.open_tie = False
         self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
+        self.releads: dict[Any, list] = {}  # (see _relead)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -1917,14 +1926,27 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
     text part may now be empty (None when its items do not start with that lexeme). Text
     steps have no carried text: the free-token run (:meth:`Builder.free_token_run`), if
     any, comes first in both."""
-    alt, fill = (st.open, _fill(self, st)) if st.open is not None else (st.close, {})
-    cut = cuts.get((id(alt), None if st.tool is None else st.tool["name"]), 0)
-    head = [self.free_token_run(ban)] if self.free_tokens() else []
+    alt = st.open if st.open is not None else st.close
+    name = None if st.tool is None else st.tool["name"]
+    cut = cuts.get((id(alt), name), 0)
+    # (the first lexemes with and without text, per alternative, tool, ban and cut, each made
+    # where it was made before: the rules and terms they name are named in the same order,
+    # and a second call names nothing new)
+    key = (id(alt), name if st.open is not None else None, ban, cut)
+    hit = self.releads.get(key)
+    if hit is None or hit[0] is not alt:
+        fill = _fill(self, st) if st.open is not None else {}
+        head = [self.free_token_run(ban)] if self.free_tokens() else []
+        old = head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True, ban=ban), cut)
+        hit = self.releads[key] = [alt, old, None, head, fill]
+    old = hit[1]
     items, nxt = got
-    old = head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True, ban=ban), cut)
     if items[:len(old)] != old:
         return None
-    return head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=False, ban=ban), cut) + items[len(old):], nxt
+    new = hit[2]
+    if new is None:
+        new = hit[2] = hit[3] + self.delim_seq(alt, hit[4], self.text_term(self.free_excl, nonempty=False, ban=ban), cut)
+    return new + items[len(old):], nxt
 
 
 def _search_spans(self: Builder, log: list, head: str) -> dict | None:
