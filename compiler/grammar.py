@@ -1450,7 +1450,7 @@ def _py_literal(v: Any) -> str:
 
 
 # --- the walk -----------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class Step:
     kind: str  # "field" | "unclosed" | "iclose" | "end"
     text: bool
