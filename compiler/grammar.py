@@ -1607,7 +1607,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if seen is None and base:
                 # another node whose text differs before ``base`` only, on which every search
                 # its outcomes made finds the same (moved): the same outcomes (see _replays)
-                seen = next((cand[:2] for cand in replayable.get(ekey[:1] + ekey[2:], ())
+                seen = next((tuple(cand[:2]) for cand in _candidates(self, replayable.get(ekey[:1] + ekey[2:], ()))
                              if _replays(self, cand, L, base)), None)
                 replayed += seen is not None
         if seen is None:
@@ -1621,9 +1621,9 @@ def _walk(self: Builder, start: tuple) -> str:
                 self.search_log = None
             outcomes[ekey] = (base, outs)
             if log is not None:
-                spans = _search_spans(self, log, L[:base])
-                if spans is not None:
-                    cands.append((base, outs, spans))
+                # (its searches' spans are read when a later node looks for a candidate:
+                # most candidates are never looked at)
+                cands.append([base, outs, (log, L[:base])])
         elif seen:
             outs = _rebased(seen, base, L)
         for ident, got in outs:
@@ -1947,6 +1947,17 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
     if new is None:
         new = hit[2] = hit[3] + self.delim_seq(alt, hit[4], self.text_term(self.free_excl, nonempty=False, ban=ban), cut)
     return new + items[len(old):], nxt
+
+
+def _candidates(self: Builder, cands: list) -> Any:
+    """The candidates for a replay (see _replays) whose searches all read the node's text
+    from its ``base`` on, their spans made the first time they are looked at."""
+    for cand in cands:
+        spans = cand[2]
+        if isinstance(spans, tuple):
+            spans = cand[2] = _search_spans(self, *spans)
+        if spans is not None:
+            yield cand
 
 
 def _search_spans(self: Builder, log: list, head: str) -> dict | None:
