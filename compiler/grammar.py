@@ -810,7 +810,7 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
         first run is also cut after that many items."""
         known = self.alts.get(alt.delim.path)
-        if "spaced" in alt.__dict__ or "written" in alt.__dict__:
+        if "spaced" in alt.__dict__ or "written" in alt.__dict__ or "behind" in alt.__dict__:
             # a delimiter's alternative with runs written as a space, or what is left of it
             # after the held text: kept by its items (kept with it), cut as asked
             key = ("variant pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())), cut)
@@ -2041,7 +2041,7 @@ def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, 
                 tools_here = [None]
                 if is_call and self.shape.name_group is not None:
                     tools_here = o.tools
-                for oa in self.alts[w.delim.path]:
+                for oa in self.alts[w.delim.path] + _behind_alts(self, w.delim.path):
                     for tool in tools_here:
                         for text in texts:
                             if f.close is None:
@@ -2064,6 +2064,31 @@ def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, 
             steps.append(Step("end", True))
             steps.append(Step("end", False))
     return [(st, (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))) for st in steps]
+
+
+def _behind_alts(self: Builder, path: str) -> list[Alt]:
+    r"""The open's alternatives led by a lookbehind of a literal of two characters or more
+    (xlam's ``(?<=</think>)\s*\[...``), written with that literal first: free text that ends
+    with it, then the open (the representative free text ``x`` does not end with it, so the
+    alternative itself is never read). The literal is text before the open's match
+    (``behind``: its length), which the checks start after. One-character lookbehinds
+    (``(?<=,)``, ``(?<=\})``) are left to the closes that write them. Kept per template."""
+    key = ("behind alts", path)
+    hit = self.shared.get(key)
+    if hit is None:
+        hit = []
+        for a in self.alts[path]:
+            items = a.items
+            if not items or isinstance(items[0][0], str) or items[0][0] is not _sre.ASSERT or items[0][1][0] != -1:
+                continue
+            lit = list(items[0][1][1])
+            if len(lit) < 2 or any(isinstance(it[0], str) or it[0] is not _sre.LITERAL for it in lit):
+                continue
+            alt = dataclasses.replace(a, index=-1 - a.index, items=lit + list(items[1:]))
+            alt.__dict__["behind"] = len(lit)
+            hit.append(alt)
+        self.shared[key] = hit
+    return hit
 
 
 def _closed_at_end(self: Builder, f: Field, left: str) -> bool:
@@ -2290,7 +2315,7 @@ def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str]
                     cuts: dict | None) -> Any:
     """:func:`_try_step` of a field's step (the checks of its open first: most fail there)."""
     f = st.field
-    d0 = len(L) + len(text)
+    d0 = len(L) + len(text) + (st.open.__dict__.get("behind", 0) if st.open is not None else 0)
     memo = {} if memo is None else memo
     mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text)
     opened = memo.get(mkey, memo)
