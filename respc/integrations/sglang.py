@@ -280,8 +280,8 @@ def _after_reasoning(compiled: CompiledTemplate, prefix: str) -> str | None:
     pre-opened ``<think>``), else with an open and the close (at the message start). The
     prompt alone where none of these closes it (a close that is not one literal); None for
     the message start (no prompt) of a template without reasoning."""
-    key = (compiled.hash, prefix)
-    found = _AFTER_REASONING.get(key, False)
+    key = (compiled.hash, prefix) if len(prefix) <= 4096 else None  # (a long prompt: not kept)
+    found = _AFTER_REASONING.get(key, False) if key is not None else False
     if found is not False:
         return found  # type: ignore[return-value]
     start, end, _open, _close = _delimiters(compiled)
@@ -292,9 +292,10 @@ def _after_reasoning(compiled: CompiledTemplate, prefix: str) -> str | None:
             if _reasoning_done(compiled, text, end):
                 found = text
                 break
-    if len(_AFTER_REASONING) > 1024:
-        _AFTER_REASONING.clear()
-    _AFTER_REASONING[key] = found
+    if key is not None:
+        if len(_AFTER_REASONING) > 1024:
+            _AFTER_REASONING.clear()
+        _AFTER_REASONING[key] = found
     return found
 
 
