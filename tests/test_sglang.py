@@ -516,6 +516,31 @@ def test_forced_calls_reach_the_sampling_parameters(name, choice):
     _xgr().Grammar.from_structural_tag(json.dumps(written))  # xgrammar compiles it
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name in FAMILIES if name not in QUICK])
+def test_every_family_forced_calls_reach_the_sampling_parameters(name):
+    """The same for every other family with a tool-call field: SGLang writes the tag it gets
+    for a required call (or, for a family without a structural tag, SGLang's JSON-schema
+    fallback), and xgrammar compiles what is written."""
+    template, samples = _load(name)
+    if "tool_calls" not in template.get("fields", {}):
+        pytest.skip("no tool_calls field")
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    parser = FunctionCallParser(driver.tools_of(samples["tools"]), "respc", tokenizer=tokenizer)
+    kind, value = parser.get_structure_constraint("required", thinking_mode=False)
+    request = driver.request_of("", samples["tools"])
+    request.tool_choice = "required"
+    params = request.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=(kind, value))
+    if kind == "json_schema":  # (no structural tag for python calls and JSON dialects)
+        with pytest.raises(respc.GrammarUnsupported):
+            respc.load(name).grammar(samples["tools"], format="structural_tag", tool_choice="required")
+        return
+    assert kind == "structural_tag"
+    _xgr().Grammar.from_structural_tag(params["structural_tag"])
+
+
 @pytest.mark.parametrize("name, case", [("qwen3", "reasoning_tool_call"), ("qwen3", "parallel_calls"),
                                         ("deepseek-r1", "reasoning_tool_call"), ("deepseek-r1", "parallel_calls")])
 def test_the_tag_sglang_applies_after_the_reasoning_starts_there(name, case):

@@ -299,6 +299,32 @@ def _after_reasoning(compiled: CompiledTemplate, prefix: str) -> str | None:
     return found
 
 
+#: per template hash: whether the template has a structural tag (see _has_structural_tag)
+_TAGGED: dict[str, bool] = {}
+_PROBE_TOOL = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def _has_structural_tag(compiled: CompiledTemplate) -> bool:
+    """Whether ``compiled.grammar(..., format="structural_tag")`` writes calls (a tool's
+    call required), read once per template."""
+    found = _TAGGED.get(compiled.hash)
+    if found is None:
+        grammar = getattr(compiled, "grammar", None)
+        found = False
+        if grammar is not None:
+            import respc
+
+            try:
+                grammar(_PROBE_TOOL, format="structural_tag", tool_choice="required")
+                found = True
+            except (getattr(respc, "GrammarUnsupported", ValueError), ValueError):
+                found = False
+        if len(_TAGGED) > 256:
+            _TAGGED.clear()
+        _TAGGED[compiled.hash] = found
+    return found
+
+
 #: per (tokenizer, template hash): the template's markers that are the tokenizer's special
 #: (or added) tokens, written as special tokens in the grammar (as the vLLM plugin does)
 _MARKERS: dict[tuple[int, str], tuple[Any, list[str]]] = {}
@@ -1000,7 +1026,11 @@ def _make_classes() -> tuple[type, type]:
             return _StructuralTag(end_calls_at_stop(tag, stop_texts(self._tokenizer)))
 
         def supports_structural_tag(self) -> bool:
-            return getattr(self.compiled, "grammar", None) is not None
+            """Whether the template has a structural tag: else SGLang's fallback for required
+            or named calls is its JSON-schema one (with True it built its legacy tag from
+            ``structure_info``, a JSON body between the call's open and close literals,
+            which python-call-list and JSON-dialect templates do not write)."""
+            return _has_structural_tag(self.compiled)
 
         def structure_info(self):
             begin, end = self.bot_token, self.eot_token
