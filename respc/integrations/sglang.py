@@ -199,7 +199,6 @@ def _delimiters(compiled: CompiledTemplate) -> tuple[str, str, str, str | None]:
     return found
 
 
-
 # -- where SGLang applies the structural tag ----------------------------------------------
 
 
@@ -226,7 +225,7 @@ def _anchor_text(compiled: CompiledTemplate) -> str:
 
 
 def _reasoning_done(compiled: CompiledTemplate, text: str, end: str) -> bool:
-    """Whether the parser, after the prompt ``text``, is past the reasoning: the field
+    r"""Whether the parser, after the prompt ``text``, is past the reasoning: the field
     used and not open (the grammar then starts with the field used: a field that does not
     repeat opens once; text the parser holds, qwen3's ``\n\n`` after ``</think>``, is
     passed on by ``CompiledTemplate.grammar``), or the close ``end`` is what it holds (a
@@ -312,12 +311,10 @@ def _has_structural_tag(compiled: CompiledTemplate) -> bool:
         grammar = getattr(compiled, "grammar", None)
         found = False
         if grammar is not None:
-            import respc
-
             try:
                 grammar(_PROBE_TOOL, format="structural_tag", tool_choice="required")
                 found = True
-            except (getattr(respc, "GrammarUnsupported", ValueError), ValueError):
+            except ValueError:  # respc.GrammarUnsupported (a ValueError)
                 found = False
         if len(_TAGGED) > 256:
             _TAGGED.clear()
