@@ -58,7 +58,15 @@ _NAMED = regex.compile(r"\(\?P<(\w+)>")
 
 def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     """Python's parse tree of ``pattern`` (DOTALL) with repeated group names made unique
-    (``name__2``), and {group id: original name}."""
+    (``name__2``), and {group id: original name}. Parsed once per pattern (the delimiters'
+    alternatives and how far back their patterns read both parse each one): the list and
+    the dict are the caller's own, the items are shared (never changed)."""
+    items, names = _parsed(pattern, path)
+    return list(items), dict(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(pattern: str, path: str) -> tuple[tuple, dict[int, str]]:
     seen: dict[str, int] = {}
 
     def rename(m: Any) -> str:
@@ -70,7 +78,7 @@ def _parse(pattern: str, path: str) -> tuple[list, dict[int, str]]:
     except Exception as error:  # noqa: BLE001 - regex-module-only syntax
         raise GrammarUnsupported(f"{path}: the grammar cannot read this pattern ({error}); use syntax Python's re reads") from None
     names = {gid: (name.rpartition("__")[0] if "__" in name else name) for name, gid in tree.state.groupdict.items()}
-    return list(tree), names
+    return tuple(tree), names
 
 
 def _is_anything(item: Any, lazy: bool = False) -> bool:
@@ -815,6 +823,7 @@ class Builder:
         self.open_tie = False
         self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
+        self.releads: dict[Any, list] = {}  # (see _relead)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -868,7 +877,7 @@ class Builder:
         group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
         first run is also cut after that many items."""
         known = self.alts.get(alt.delim.path)
-        if "spaced" in alt.__dict__ or "written" in alt.__dict__:
+        if "spaced" in alt.__dict__ or "written" in alt.__dict__ or "behind" in alt.__dict__:
             # a delimiter's alternative with runs written as a space, or what is left of it
             # after the held text: kept by its items (kept with it), cut as asked
             key = ("variant pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())), cut)
@@ -1508,7 +1517,7 @@ def _py_literal(v: Any) -> str:
 
 
 # --- the walk -----------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class Step:
     kind: str  # "field" | "unclosed" | "iclose" | "end"
     text: bool
@@ -1665,7 +1674,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if seen is None and base:
                 # another node whose text differs before ``base`` only, on which every search
                 # its outcomes made finds the same (moved): the same outcomes (see _replays)
-                seen = next((cand[:2] for cand in replayable.get(ekey[:1] + ekey[2:], ())
+                seen = next((tuple(cand[:2]) for cand in _candidates(self, replayable.get(ekey[:1] + ekey[2:], ()))
                              if _replays(self, cand, L, base)), None)
                 replayed += seen is not None
         if seen is None:
@@ -1679,9 +1688,9 @@ def _walk(self: Builder, start: tuple) -> str:
                 self.search_log = None
             outcomes[ekey] = (base, outs)
             if log is not None:
-                spans = _search_spans(self, log, L[:base])
-                if spans is not None:
-                    cands.append((base, outs, spans))
+                # (its searches' spans are read when a later node looks for a candidate:
+                # most candidates are never looked at)
+                cands.append([base, outs, (log, L[:base])])
         elif seen:
             outs = _rebased(seen, base, L)
         for ident, got in outs:
@@ -1984,14 +1993,38 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
     text part may now be empty (None when its items do not start with that lexeme). Text
     steps have no carried text: the free-token run (:meth:`Builder.free_token_run`), if
     any, comes first in both."""
-    alt, fill = (st.open, _fill(self, st)) if st.open is not None else (st.close, {})
-    cut = cuts.get((id(alt), None if st.tool is None else st.tool["name"]), 0)
-    head = [self.free_token_run(ban)] if self.free_tokens() else []
+    alt = st.open if st.open is not None else st.close
+    name = None if st.tool is None else st.tool["name"]
+    cut = cuts.get((id(alt), name), 0)
+    # (the first lexemes with and without text, per alternative, tool, ban and cut, each made
+    # where it was made before: the rules and terms they name are named in the same order,
+    # and a second call names nothing new)
+    key = (id(alt), name if st.open is not None else None, ban, cut)
+    hit = self.releads.get(key)
+    if hit is None or hit[0] is not alt:
+        fill = _fill(self, st) if st.open is not None else {}
+        head = [self.free_token_run(ban)] if self.free_tokens() else []
+        old = head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True, ban=ban), cut)
+        hit = self.releads[key] = [alt, old, None, head, fill]
+    old = hit[1]
     items, nxt = got
-    old = head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True, ban=ban), cut)
     if items[:len(old)] != old:
         return None
-    return head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=False, ban=ban), cut) + items[len(old):], nxt
+    new = hit[2]
+    if new is None:
+        new = hit[2] = hit[3] + self.delim_seq(alt, hit[4], self.text_term(self.free_excl, nonempty=False, ban=ban), cut)
+    return new + items[len(old):], nxt
+
+
+def _candidates(self: Builder, cands: list) -> Any:
+    """The candidates for a replay (see _replays) whose searches all read the node's text
+    from its ``base`` on, their spans made the first time they are looked at."""
+    for cand in cands:
+        spans = cand[2]
+        if isinstance(spans, tuple):
+            spans = cand[2] = _search_spans(self, *spans)
+        if spans is not None:
+            yield cand
 
 
 def _search_spans(self: Builder, log: list, head: str) -> dict | None:
@@ -2075,7 +2108,7 @@ def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, 
                 tools_here = [None]
                 if is_call and self.shape.name_group is not None:
                     tools_here = o.tools
-                for oa in self.alts[w.delim.path]:
+                for oa in self.alts[w.delim.path] + _behind_alts(self, w.delim.path):
                     for tool in tools_here:
                         for text in texts:
                             if f.close is None:
@@ -2098,6 +2131,31 @@ def _steps(self: Builder, watches: list, close_alts: dict, first: Field | None, 
             steps.append(Step("end", True))
             steps.append(Step("end", False))
     return [(st, (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))) for st in steps]
+
+
+def _behind_alts(self: Builder, path: str) -> list[Alt]:
+    r"""The open's alternatives led by a lookbehind of a literal of two characters or more
+    (xlam's ``(?<=</think>)\s*\[...``), written with that literal first: free text that ends
+    with it, then the open (the representative free text ``x`` does not end with it, so the
+    alternative itself is never read). The literal is text before the open's match
+    (``behind``: its length), which the checks start after. One-character lookbehinds
+    (``(?<=,)``, ``(?<=\})``) are left to the closes that write them. Kept per template."""
+    key = ("behind alts", path)
+    hit = self.shared.get(key)
+    if hit is None:
+        hit = []
+        for a in self.alts[path]:
+            items = a.items
+            if not items or isinstance(items[0][0], str) or items[0][0] is not _sre.ASSERT or items[0][1][0] != -1:
+                continue
+            lit = list(items[0][1][1])
+            if len(lit) < 2 or any(isinstance(it[0], str) or it[0] is not _sre.LITERAL for it in lit):
+                continue
+            alt = dataclasses.replace(a, index=-1 - a.index, items=lit + list(items[1:]))
+            alt.__dict__["behind"] = len(lit)
+            hit.append(alt)
+        self.shared[key] = hit
+    return hit
 
 
 def _closed_at_end(self: Builder, f: Field, left: str) -> bool:
@@ -2324,7 +2382,7 @@ def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str]
                     cuts: dict | None) -> Any:
     """:func:`_try_step` of a field's step (the checks of its open first: most fail there)."""
     f = st.field
-    d0 = len(L) + len(text)
+    d0 = len(L) + len(text) + (st.open.__dict__.get("behind", 0) if st.open is not None else 0)
     memo = {} if memo is None else memo
     mkey = (id(st.open), None if st.tool is None else st.tool["name"], st.text)
     opened = memo.get(mkey, memo)

@@ -36,7 +36,6 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: checks each step with representative free text, which does not end in ``</think>``, so that
 #: way in is left out (the parser reads it: the call_after_think sample).
 KNOWN_REJECTED: dict[str, set[str]] = {
-    'xlam': {'call_after_think'},
 }
 
 #: Samples whose calls break the tools' schema (an integer written as a string, "3", which
@@ -95,7 +94,6 @@ KNOWN_SPECIAL_TOKEN_GAPS = {
 
 #: Samples whose grammar with special tokens rejects them yet, and why.
 KNOWN_SPECIAL_TOKEN_REJECTED: dict[tuple[str, str], str] = {
-    ('xlam', 'call_after_think'): "the (?<=</think>) way into the array is not in the grammar (see KNOWN_REJECTED)",
 }
 
 #: Templates for which no grammar is built yet, and why.

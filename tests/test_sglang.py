@@ -19,6 +19,7 @@ import copy
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -399,3 +400,263 @@ def test_a_template_that_does_not_compile_says_where_it_came_from(monkeypatch, t
     monkeypatch.setenv(plugin.ENV, str(tmp_path / "missing.json"))
     with pytest.raises(ValueError, match=plugin.ENV):
         plugin.choose_template(Bare())
+
+
+# -- the structural tag where SGLang's chat server applies it ------------------------------
+#
+# SGLang 0.5.23 (serving_chat.py `_process_messages`) asks the tool parser for the tool-call
+# constraint before the prompt is rendered (`get_structure_constraint`, no prefix,
+# `thinking_mode=False` whenever a reasoning parser is configured) and writes it into the
+# sampling parameters with `model_dump(by_alias=True)` (protocol.py `to_sampling_params`).
+# The scheduler then applies it after the reasoning parser's `think_end_token` ids
+# (ReasonerGrammarBackend: the grammar gets the tokens after that sequence) when the request
+# reasons, or from the first token. Where the prompt leaves the output at the message start
+# (`starts_message(prefix)` of a response-template reasoning detector) it asks again with
+# `message_start=True, thinking_mode=require_reasoning` and applies that tag from the first
+# token (`_fit_tool_call_grammar_to_prefix`). SGLang's grammar backends import triton, so
+# the tests below follow them with xgrammar's matcher over the same token ids.
+
+
+def _xgr():
+    try:
+        import xgrammar as xgr
+    except Exception as error:  # noqa: BLE001 - xgrammar needs torch
+        pytest.skip(f"xgrammar (it needs torch) is not importable: {error}")
+    return xgr
+
+
+def _matcher(tokenizer: _Tokenizer, tag_json: str):
+    """xgrammar's matcher of the tag over the test tokenizer's vocabulary (markers are
+    special tokens there), as SGLang's xgrammar backend compiles it."""
+    from transformers import PreTrainedTokenizerFast
+
+    xgr = _xgr()
+    hf = PreTrainedTokenizerFast(tokenizer_object=tokenizer._tok)
+    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=tokenizer._tok.get_vocab_size())
+    return xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_structural_tag(tag_json))
+
+
+def _accepts(tokenizer: _Tokenizer, tag_json: str, text: str) -> bool:
+    """Whether the tag takes ``text`` whole: each of its tokens (the markers special
+    tokens), and the text as a complete output (xgrammar's string-level check)."""
+    xgr = _xgr()
+    matcher = _matcher(tokenizer, tag_json)
+    if not all(matcher.accept_token(i) for i in tokenizer.encode(text)):
+        return False
+    return xgr.testing._is_grammar_accept_string(xgr.Grammar.from_structural_tag(tag_json), text)
+
+
+def _sampling_tag(tokenizer: Any, tools: list[dict], choice: Any = "required", parallel: bool = True) -> str:
+    """The structural tag SGLang's chat server puts in the sampling parameters: the tool
+    parser's constraint as `_process_messages` asks for it (a reasoning parser configured:
+    `thinking_mode=False`), through `ChatCompletionRequest.to_sampling_params`."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    parser = FunctionCallParser(driver.tools_of(tools), "respc", tokenizer=tokenizer)
+    constraint = parser.get_structure_constraint(choice, parallel_tool_calls=parallel, thinking_mode=False)
+    assert constraint is not None and constraint[0] == "structural_tag", constraint
+    request = driver.request_of("", tools)
+    request.tool_choice = choice
+    request.parallel_tool_calls = parallel
+    params = request.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=constraint)
+    return params["structural_tag"]
+
+
+def _message_start_tag(tokenizer: Any, tools: list[dict], require_reasoning: bool, prefix: str = "") -> str:
+    """The tag `_message_start_tool_call_constraint` asks for and `_fit_tool_call_grammar_to_prefix`
+    writes (`model_dump(by_alias=True)`), applied from the first token."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    parser = FunctionCallParser(driver.tools_of(tools), "respc", tokenizer=tokenizer, prefix=prefix)
+    tag = parser.detector.get_structural_tag(
+        tools=parser.structural_tag_tools(), tool_choice="required", thinking_mode=require_reasoning,
+        parallel_tool_calls=True, message_start=True,
+    )
+    return json.dumps(tag.model_dump(by_alias=True))
+
+
+def _case(samples: dict, name: str) -> dict:
+    return next(c for c in samples["cases"] if c["name"] == name)
+
+
+#: one call of get_weather as each family writes it (from its samples)
+_CALLS = {
+    "qwen3": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>',
+    "deepseek-r1": ('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n'
+                    '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+}
+
+
+def _call_text(name: str, samples: dict) -> str:
+    call = _CALLS[name]
+    assert any(call in c["output"] for c in samples["cases"]), "the call must be one of the samples'"
+    return call
+
+
+@pytest.mark.parametrize("name", QUICK)
+@pytest.mark.parametrize("choice", ["required", "named", "one"])
+def test_forced_calls_reach_the_sampling_parameters(name, choice):
+    """SGLang writes the tool parser's structural tag with `model_dump(by_alias=True)`: the
+    tag is a dict with it (a plain dict raised AttributeError there, so every required or
+    named call through the chat server failed), and what is written is the tag itself."""
+    from sglang.srt.entrypoints.openai.protocol import ToolChoice
+
+    template, samples = _load(name)
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    names = [t["function"]["name"] for t in samples["tools"]]
+    tool_choice = ToolChoice(function={"name": names[0]}) if choice == "named" else "required"
+    written = json.loads(_sampling_tag(tokenizer, samples["tools"], tool_choice, parallel=choice != "one"))
+    compiled = respc.load(name)
+    after = plugin._after_reasoning(compiled, "")
+    markers = plugin._special_markers(tokenizer, compiled)
+    expected = compiled.grammar(samples["tools"], format="structural_tag",
+                                tool_choice=names[0] if choice == "named" else "required",
+                                parallel_tool_calls=choice != "one", prefix=after, special_tokens=markers or None)
+    assert written == plugin.end_calls_at_stop(expected, plugin.stop_texts(tokenizer))
+    _xgr().Grammar.from_structural_tag(json.dumps(written))  # xgrammar compiles it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name in FAMILIES if name not in QUICK])
+def test_every_family_forced_calls_reach_the_sampling_parameters(name):
+    """The same for every other family with a tool-call field: SGLang writes the tag it gets
+    for a required call (or, for a family without a structural tag, SGLang's JSON-schema
+    fallback), and xgrammar compiles what is written."""
+    template, samples = _load(name)
+    if "tool_calls" not in template.get("fields", {}):
+        pytest.skip("no tool_calls field")
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    parser = FunctionCallParser(driver.tools_of(samples["tools"]), "respc", tokenizer=tokenizer)
+    kind, value = parser.get_structure_constraint("required", thinking_mode=False)
+    request = driver.request_of("", samples["tools"])
+    request.tool_choice = "required"
+    params = request.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=(kind, value))
+    if kind == "json_schema":  # (no structural tag for python calls and JSON dialects)
+        with pytest.raises(respc.GrammarUnsupported):
+            respc.load(name).grammar(samples["tools"], format="structural_tag", tool_choice="required")
+        return
+    assert kind == "structural_tag"
+    _xgr().Grammar.from_structural_tag(params["structural_tag"])
+
+
+@pytest.mark.parametrize("name, case", [("qwen3", "reasoning_tool_call"), ("qwen3", "parallel_calls"),
+                                        ("deepseek-r1", "reasoning_tool_call"), ("deepseek-r1", "parallel_calls")])
+def test_the_tag_sglang_applies_after_the_reasoning_starts_there(name, case):
+    """Without the message start (deepseek-r1's prompt pre-opens `<think>`; qwen3's with
+    another reasoning parser), SGLang applies the tag after the reasoning parser's end
+    tokens: the tag starts after the reasoning (its first element is the text before the
+    calls, not the optional reasoning block it had), and the output's tokens after
+    `</think>` are accepted. With `parallel_tool_calls=False`, qwen3's `<think>` with a call
+    in it after the gate, then another call, is refused: its parser reads both as calls
+    (a `<tool_call>` closes its reasoning), which the optional reasoning block the tag had
+    first let through."""
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    template, samples = _load(name)
+    sample = _case(samples, case)
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    tag = _sampling_tag(tokenizer, samples["tools"])
+    reasoner = ReasoningParser(model_type="respc" if name == "deepseek-r1" else "qwen3", stream_reasoning=False,
+                               tokenizer=tokenizer)
+    if name == "deepseek-r1":
+        assert not reasoner.detector.starts_message(sample["prefix"])  # (so the gated tag stays)
+    end = reasoner.detector.get_think_end_token_ids(tokenizer)
+    ids = tokenizer.encode(sample["output"])
+    at = next(i + len(end) for i in range(len(ids)) if ids[i:i + len(end)] == end)
+    matcher = _matcher(tokenizer, tag)
+    assert all(matcher.accept_token(i) for i in ids[at:]), tokenizer.decode(ids[at:])
+    first = json.loads(tag)["format"]["elements"][0]
+    assert first["type"] == "any_text", first
+    one = _sampling_tag(tokenizer, samples["tools"], parallel=False)
+    call = _call_text(name, samples)
+    assert _accepts(tokenizer, one, "\n\n" + call)
+    if name == "qwen3":
+        twice = "<think>\n" + call + "\n</think>\n\n" + call
+        assert not _accepts(tokenizer, one, twice)
+        gated = sample["prefix"] + tokenizer.decode(ids[:at])
+        assert len(respc.load(name).parse(twice, prefix=gated, tools=samples["tools"])["tool_calls"]) == 2
+
+
+def test_a_thinking_off_prompt_forbids_reasoning_from_the_first_token():
+    """qwen3 with thinking off: the prompt closed an empty `<think>`, SGLang's request does
+    not reason (the grammar applies from the first token) and the prompt does not start the
+    message (`starts_message` is false): the tag SGLang applies starts after the reasoning.
+    With `parallel_tool_calls=False`, `<think>` with a call in it, then a call, is refused
+    (the parser reads `<think>` as content there, and both calls); the optional reasoning
+    block the tag had first took it."""
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    template, samples = _load("qwen3")
+    sample = _case(samples, "thinking_off_tool_call")
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    assert not ReasoningParser(model_type="respc", tokenizer=tokenizer).detector.starts_message(sample["prefix"])
+    tag = _sampling_tag(tokenizer, samples["tools"])
+    assert _accepts(tokenizer, tag, sample["output"])
+    one = _sampling_tag(tokenizer, samples["tools"], parallel=False)
+    call = _call_text("qwen3", samples)
+    assert _accepts(tokenizer, one, sample["output"])
+    twice = "<think>\n" + call + "\n</think>\n\n" + call
+    assert not _accepts(tokenizer, one, twice)
+    assert len(respc.load("qwen3").parse(twice, prefix=sample["prefix"], tools=samples["tools"])["tool_calls"]) == 2
+
+
+@pytest.mark.parametrize("require_reasoning", [True, False])
+def test_the_message_start_tag_covers_the_reasoning(require_reasoning):
+    """A prompt that ends where the message starts (qwen3's generation prompt): SGLang asks
+    for the tag with `message_start=True` and applies it from the first token (with the
+    reasoning when the request reasons): the whole output, reasoning included, is
+    accepted, and so is a call without reasoning."""
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    template, samples = _load("qwen3")
+    sample = _case(samples, "reasoning_tool_call")
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    assert ReasoningParser(model_type="respc", tokenizer=tokenizer).detector.starts_message(sample["prefix"])
+    tag = _message_start_tag(tokenizer, samples["tools"], require_reasoning)
+    assert _accepts(tokenizer, tag, sample["output"])
+    assert _accepts(tokenizer, tag, _case(samples, "thinking_off_tool_call")["output"])
+    assert not _accepts(tokenizer, tag, "<think>\nno call</think>\n\nJust text.<|im_end|>")
+
+
+def test_a_prompt_that_pre_opened_the_reasoning_starts_the_tag_inside_it():
+    """A tool parser given the prompt (`FunctionCallParser(..., prefix=prompt)`) whose tag is
+    applied from the first token: deepseek-r1's prompt pre-opened `<think>`, so the tag
+    starts inside the reasoning (the output's reasoning, then `</think>`, then the call). A
+    call written before `</think>` is reasoning to the parser, so it does not count as the
+    required call: built without the prompt, the tag took it as one."""
+    template, samples = _load("deepseek-r1")
+    sample = _case(samples, "reasoning_tool_call")
+    tokenizer = _Tokenizer([c["prefix"] + c["output"] for c in samples["cases"]], template)
+    tag = _message_start_tag(tokenizer, samples["tools"], True, prefix=sample["prefix"])
+    assert _accepts(tokenizer, tag, sample["output"])
+    inside = "I will look it up." + _call_text("deepseek-r1", samples)
+    assert not respc.load("deepseek-r1").parse(inside, prefix=sample["prefix"], tools=samples["tools"]).get("tool_calls")
+    assert not _accepts(tokenizer, tag, inside)
+    without = _message_start_tag(tokenizer, samples["tools"], True)
+    assert _accepts(tokenizer, without, inside)
+
+
+def test_markers_that_are_special_tokens_are_read_from_the_detectors_tokenizer():
+    """As the vLLM plugin does, the grammar is given the template's markers that are the
+    tokenizer's special tokens (`_common.special_markers`), read from the tokenizer SGLang
+    gives the detector; xgrammar then takes each marker as its special token."""
+    template, samples = _load("qwen3")
+    texts = [c["prefix"] + c["output"] for c in samples["cases"]]
+
+    class Special(_Tokenizer):
+        def get_added_vocab(self) -> dict:
+            return {t: self._tok.token_to_id(t) for t in sorted({m for x in texts for m in _MARKER.findall(x)})}
+
+    tokenizer = Special(texts, template)
+    compiled = respc.load("qwen3")
+    markers = plugin._special_markers(tokenizer, compiled)
+    assert {"<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>"} <= set(markers)
+    tag = json.loads(_sampling_tag(tokenizer, samples["tools"]))
+    assert tag == compiled.grammar(samples["tools"], format="structural_tag", tool_choice="required",
+                                   prefix=plugin._after_reasoning(compiled, ""), special_tokens=markers)
+    output = _case(samples, "thinking_off_tool_call")["output"]
+    ids = tokenizer.encode(output)
+    assert tokenizer._tok.id_to_token(ids[0]) == "<tool_call>"  # one special token
+    assert _accepts(tokenizer, json.dumps(tag), output)

@@ -52,7 +52,15 @@ from typing import Any
 from ..api import CompiledTemplate
 from ..openai import DeltaParser
 from ..runtime.deltas import arguments_text, function_name
-from ._common import end_calls_at_stop, resolve, stop_texts, stream_tools, tokenizer_template, tool_dicts
+from ._common import (
+    end_calls_at_stop,
+    resolve,
+    special_markers,
+    stop_texts,
+    stream_tools,
+    tokenizer_template,
+    tool_dicts,
+)
 
 __all__ = ["NAME", "ENV", "register", "choose_template", "TemplateNotChosen"]
 
@@ -189,6 +197,147 @@ def _delimiters(compiled: CompiledTemplate) -> tuple[str, str, str, str | None]:
             _DELIMITERS.clear()
         _DELIMITERS[compiled.hash] = found
     return found
+
+
+# -- where SGLang applies the structural tag ----------------------------------------------
+
+
+class _StructuralTag(dict):
+    """A structural tag (the dict ``CompiledTemplate.grammar`` gives) that SGLang can also
+    read as its pydantic ``StructuralTag``: the chat server writes a tool-call constraint into
+    the sampling parameters with ``model_dump(by_alias=True)`` (``to_sampling_params``,
+    ``_fit_tool_call_grammar_to_prefix``), which a plain dict does not have."""
+
+    def model_dump(self, **_kwargs: Any) -> dict:
+        return json.loads(json.dumps(self))
+
+    def model_dump_json(self, **_kwargs: Any) -> str:
+        return json.dumps(self)
+
+
+def _anchor_text(compiled: CompiledTemplate) -> str:
+    """A text of the template's start anchor (the first of a list), or "" (none, or a
+    pattern only)."""
+    anchor = compiled.template.get("start_anchor")
+    if isinstance(anchor, list):
+        anchor = next((a for a in anchor if isinstance(a, str)), None)
+    return anchor if isinstance(anchor, str) else ""
+
+
+def _reasoning_done(compiled: CompiledTemplate, text: str, end: str) -> bool:
+    r"""Whether the parser, after the prompt ``text``, is past the reasoning: the field
+    used and not open (the grammar then starts with the field used: a field that does not
+    repeat opens once; text the parser holds, qwen3's ``\n\n`` after ``</think>``, is
+    passed on by ``CompiledTemplate.grammar``), or the close ``end`` is what it holds (a
+    close the parser keeps until more text comes: the grammar starts after it)."""
+    import warnings
+
+    from ..runtime.base import PrefixWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrefixWarning)
+        parser = compiled.Parser(text)
+    if parser._opened and parser._name == "reasoning_content":
+        return parser._held.lstrip().startswith(end)
+    return "reasoning_content" in parser._out
+
+
+def _closes(field: Any, end: str) -> bool:
+    """Whether ``end`` (the reasoning close's literal, SGLang's ``think_end_token``) is a
+    whole close of the reasoning ``field``: ``</think>`` of qwen3's ``</think>|(?=<tool_call>)``,
+    not gpt-oss's ``<|``, the literal start of ``<\\|end\\|>|<\\|call\\|>|...``."""
+    if not end or not isinstance(field, dict):
+        return False
+    close = field.get("close")
+    if isinstance(close, str):
+        return close == end
+    if isinstance(close, list):
+        return end in close
+    pattern = field.get("close_pattern")
+    if not isinstance(pattern, str):
+        return False
+    import regex
+
+    try:
+        return regex.fullmatch(pattern, end) is not None
+    except regex.error:
+        return False
+
+
+#: per (template hash, prompt): the text the grammar starts after when SGLang applies it
+#: after the reasoning (see _after_reasoning)
+_AFTER_REASONING: dict[tuple[str, str], str | None] = {}
+
+
+def _after_reasoning(compiled: CompiledTemplate, prefix: str) -> str | None:
+    """The prompt as SGLang's reasoning gate leaves it: SGLang applies a tag built without
+    the reasoning (``thinking_mode=False``) once the reasoning parser's end
+    (``think_end_token``, the reasoning close's literal) is written (ReasonerGrammarBackend),
+    or from the first token where nothing is reasoned (then the reasoning is over too). So
+    the grammar starts where the output after the prompt has closed the reasoning: the
+    prompt itself when it closed it (thinking off), else the prompt with the close (a
+    pre-opened ``<think>``), else with an open and the close (at the message start). The
+    prompt alone where none of these closes it (a close that is not one literal); None for
+    the message start (no prompt) of a template without reasoning."""
+    key = (compiled.hash, prefix) if len(prefix) <= 4096 else None  # (a long prompt: not kept)
+    found = _AFTER_REASONING.get(key, False) if key is not None else False
+    if found is not False:
+        return found  # type: ignore[return-value]
+    start, end, _open, _close = _delimiters(compiled)
+    found = prefix or None
+    if _closes(compiled.template.get("fields", {}).get("reasoning_content"), end):
+        base = prefix or _anchor_text(compiled)
+        for text in (base, base + end, base + start + end):
+            if _reasoning_done(compiled, text, end):
+                found = text
+                break
+    if key is not None:
+        if len(_AFTER_REASONING) > 1024:
+            _AFTER_REASONING.clear()
+        _AFTER_REASONING[key] = found
+    return found
+
+
+#: per template hash: whether the template has a structural tag (see _has_structural_tag)
+_TAGGED: dict[str, bool] = {}
+_PROBE_TOOL = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def _has_structural_tag(compiled: CompiledTemplate) -> bool:
+    """Whether ``compiled.grammar(..., format="structural_tag")`` writes calls (a tool's
+    call required), read once per template."""
+    found = _TAGGED.get(compiled.hash)
+    if found is None:
+        grammar = getattr(compiled, "grammar", None)
+        found = False
+        if grammar is not None:
+            try:
+                grammar(_PROBE_TOOL, format="structural_tag", tool_choice="required")
+                found = True
+            except ValueError:  # respc.GrammarUnsupported (a ValueError)
+                found = False
+        if len(_TAGGED) > 256:
+            _TAGGED.clear()
+        _TAGGED[compiled.hash] = found
+    return found
+
+
+#: per (tokenizer, template hash): the template's markers that are the tokenizer's special
+#: (or added) tokens, written as special tokens in the grammar (as the vLLM plugin does)
+_MARKERS: dict[tuple[int, str], tuple[Any, list[str]]] = {}
+
+
+def _special_markers(tokenizer: Any, compiled: CompiledTemplate) -> list[str]:
+    if tokenizer is None:
+        return []
+    key = (id(tokenizer), compiled.hash)
+    found = _MARKERS.get(key)
+    if found is None or found[0] is not tokenizer:
+        found = (tokenizer, special_markers(tokenizer, compiled))
+        if len(_MARKERS) > 64:
+            _MARKERS.clear()
+        _MARKERS[key] = found
+    return found[1]
 
 
 # -- the shared parse ----------------------------------------------------------------------
@@ -520,6 +669,8 @@ def _make_classes() -> tuple[type, type]:
 
         def starts_message(self, prefix: str) -> bool:
             anchor = self.compiled.template.get("start_anchor")
+            if isinstance(anchor, list):
+                return any(isinstance(a, str) and a and prefix.endswith(a) for a in anchor)
             return not anchor or (isinstance(anchor, str) and prefix.endswith(anchor))
 
         def answer_opener(self, prefix: str) -> str:
@@ -835,7 +986,14 @@ def _make_classes() -> tuple[type, type]:
             return self._step("", True)
 
         # -- constrained decoding
-        def _grammar(self, tools: Any, tool_choice: Any, parallel_tool_calls: bool):
+        def _grammar(self, tools: Any, tool_choice: Any, parallel_tool_calls: bool, from_start: bool):
+            """The template's structural tag for the request, from where SGLang applies it:
+            ``from_start`` (a tag with the reasoning, ``thinking_mode``, or one for output
+            that starts the message, ``message_start``) from the prompt's end, in the state
+            the prompt leaves (a pre-opened ``<think>``: inside the reasoning; thinking off:
+            none); otherwise after the reasoning (``_after_reasoning``: SGLang's reasoning
+            parser owns it). The markers that are the tokenizer's special tokens are given
+            as such."""
             grammar = getattr(self.compiled, "grammar", None)
             if grammar is None:
                 return None
@@ -846,22 +1004,30 @@ def _make_classes() -> tuple[type, type]:
             import respc
 
             unsupported = getattr(respc, "GrammarUnsupported", ())
+            prefix = (self._prefix or None) if from_start else _after_reasoning(self.compiled, self._prefix)
+            markers = _special_markers(self._tokenizer, self.compiled)
             try:
                 tag = grammar(
                     tool_dicts(tools) or [],
                     format="structural_tag",
                     tool_choice=tool_choice,
                     parallel_tool_calls=parallel_tool_calls,
+                    prefix=prefix,
+                    special_tokens=markers or None,
                 )
             except unsupported:  # type: ignore[misc]
                 return None
             # a call whose close is a stop token (gpt-oss's <|call|>) ends where its body does,
             # the turn ending there, as in vLLM: xgrammar's matcher takes a stop token only
             # where the grammar may end, so a tag writing it as the close fails on it
-            return end_calls_at_stop(tag, stop_texts(self._tokenizer))
+            return _StructuralTag(end_calls_at_stop(tag, stop_texts(self._tokenizer)))
 
         def supports_structural_tag(self) -> bool:
-            return getattr(self.compiled, "grammar", None) is not None
+            """Whether the template has a structural tag: else SGLang's fallback for required
+            or named calls is its JSON-schema one (with True it built its legacy tag from
+            ``structure_info``, a JSON body between the call's open and close literals,
+            which python-call-list and JSON-dialect templates do not write)."""
+            return _has_structural_tag(self.compiled)
 
         def structure_info(self):
             begin, end = self.bot_token, self.eot_token
@@ -871,17 +1037,19 @@ def _make_classes() -> tuple[type, type]:
 
             return info
 
-        def get_structural_tag(self, tools=None, tool_choice="auto", thinking_mode=False, parallel_tool_calls=True, **_kw):
+        def get_structural_tag(
+            self, tools=None, tool_choice="auto", thinking_mode=False, parallel_tool_calls=True, message_start=False, **_kw
+        ):
             if tool_choice == "auto" and parallel_tool_calls and not any(_strict(tool) for tool in tools or ()):
                 return None
-            return self._grammar(tools, tool_choice, parallel_tool_calls)
+            return self._grammar(tools, tool_choice, parallel_tool_calls, bool(thinking_mode or message_start))
 
         def validate_structure_constraint_request(
             self, tool_choice, parallel_tool_calls, strict_requested, *, tools, thinking_mode=False
         ):
             if tool_choice == "auto" and parallel_tool_calls and not strict_requested:
                 return None
-            tag = self._grammar(tools, tool_choice, parallel_tool_calls)
+            tag = self._grammar(tools, tool_choice, parallel_tool_calls, bool(thinking_mode))
             if tag is None and tool_choice == "auto":
                 raise ValueError(
                     "respc: this respc has no structural tag for the template, so strict tools and "
