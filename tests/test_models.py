@@ -177,6 +177,21 @@ def _after_turn(samples: dict) -> list[str]:
     return after
 
 
+def _check_ending(name: str, template: dict, compiled, case: dict, tools, ending: str, way: int) -> None:
+    """The case's output with ``ending`` after it: its expected message whole and streamed
+    (chunking ``way`` of ``_chunkings``), the reference's message and events."""
+    prefix, expected = case["prefix"], case["expected"]
+    text = case["output"] + ending
+    where = f"{name}:{case['name']} + {ending!r}"
+    assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected, where)
+    label, chunks = _chunkings(text, where)[way]
+    got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
+    assert_same(got_message, expected, f"{where} [{label}]")
+    ref_message, ref_events = _stream(lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks)
+    assert_same(ref_message, expected, f"{where} [{label}, reference]")
+    assert_same(got_events, ref_events, f"events[{where}, {label}]")
+
+
 @pytest.mark.parametrize("name", _families())
 def test_text_after_the_end_of_turn_is_ignored(name):
     """Every whole case (not cut) with text after one of the family's end tokens (each token in
@@ -189,20 +204,9 @@ def test_text_after_the_end_of_turn_is_ignored(name):
     cases = [c for c in samples["cases"] if not c.get("cut", False)]
     for k, case in enumerate(cases):
         tools = samples.get("tools") if case.get("tools", True) else None
-        prefix, expected = case["prefix"], case["expected"]
         token = tokens[k % len(tokens)]
         for j, after in enumerate(_after_turn(samples)):
-            text = case["output"] + token + after
-            where = f"{name}:{case['name']} + {token + after!r}"
-            assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected, where)
-            label, chunks = _chunkings(text, where)[1 + (j + k) % 4]
-            got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
-            assert_same(got_message, expected, f"{where} [{label}]")
-            ref_message, ref_events = _stream(
-                lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
-            )
-            assert_same(ref_message, expected, f"{where} [{label}, reference]")
-            assert_same(got_events, ref_events, f"events[{where}, {label}]")
+            _check_ending(name, template, compiled, case, tools, token + after, 1 + (j + k) % 4)
 
 
 #: cut cases that still read the end token (and what follows it) into the region left open:
@@ -237,19 +241,9 @@ def test_end_of_turn_right_after_a_cut(name):
         pytest.skip(f"{name}: no cut case outside END_INSIDE_CUT_LEAKS")
     for k, case in enumerate(cases):
         tools = samples.get("tools") if case.get("tools", True) else None
-        prefix, expected = case["prefix"], case["expected"]
         for j, token in enumerate(samples["end_tokens"]):
             for after in ("", "\n", samples.get("next_turn") or ""):
-                text = case["output"] + token + after
-                where = f"{name}:{case['name']} + {token + after!r}"
-                assert_same(compiled.parse(text, prefix=prefix, tools=copy.deepcopy(tools)), expected, where)
-                label, chunks = _chunkings(text, where)[1 + (j + k) % 4]
-                got_message, got_events = _stream(lambda: compiled.parser(prefix=prefix, tools=copy.deepcopy(tools)), chunks)
-                assert_same(got_message, expected, f"{where} [{label}]")
-                ref_message, ref_events = _stream(
-                    lambda: RefParser(copy.deepcopy(template), prefix, tools=copy.deepcopy(tools)), chunks
-                )
-                assert_same(got_events, ref_events, f"events[{where}, {label}]")
+                _check_ending(name, template, compiled, case, tools, token + after, 1 + (j + k) % 4)
 
 
 def test_end_inside_cut_leaks_is_current():
