@@ -223,7 +223,6 @@ END_INSIDE_CUT_LEAKS = {
 CUT_THEN_END_DIFFERS = {
     "gigachat3": "a call's close reads `}` then the separator (END_INSIDE_CUT_LEAKS)",
     "hunyuan": "an `<answer>` cut before its close stays raw text in the cut reply, the end token closes it",
-    "kimi-k3": "the turn ends with <|close|>message<|sep|> before <|end_of_msg|>; the token alone ends no region",
 }
 
 
