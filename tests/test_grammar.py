@@ -533,6 +533,9 @@ STRUCTURAL_UNDECLARED = {("granite4.0", "nested_arguments"), ("phi-4-mini", "cal
                          ("llama3.1", "nested_arguments"), ("llama3.2", "nested_arguments"),
                          ("llama3.1", "call_then_text"), ("llama3.2", "call_then_text"),
                          ("functionary-v3.1", "nested_arguments"), ("granite-20b-functioncalling", "nested_arguments")}
+#: calls the parser reads without their end marker (the next call's opening ends them): the
+#: structural tag writes each call whole, so it does not take them
+STRUCTURAL_UNCLOSED = {("kimi-k2", "parallel_missing_call_end"), ("kimi-k2-thinking", "calls_inside_think_missing_end")}
 STRUCTURAL_REQUIRED_MISSES = {
     'apriel-1.6': {'parallel_calls', 'call_without_final_marker'},
     'firefunction-v2': {'parallel_calls'},
@@ -571,7 +574,8 @@ def test_structural_tag(family):
         if not _complete(case) or case.get("expected") is None:
             continue
         # the tag may read such a call now, and reject it
-        breaking = (family, case["name"]) in SCHEMA_BREAKING or (family, case["name"]) in STRUCTURAL_UNDECLARED
+        breaking = (family, case["name"]) in SCHEMA_BREAKING or (family, case["name"]) in STRUCTURAL_UNDECLARED \
+            or (family, case["name"]) in STRUCTURAL_UNCLOSED
         tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"])
         grammar = xgr.Grammar.from_structural_tag(json.dumps(tag))
         assert breaking or xgr.testing._is_grammar_accept_string(grammar, case["output"]), f"{family}/{case['name']}: {case['output']!r}"
@@ -616,7 +620,8 @@ def test_structural_tag_one_call(family):
     for case in sample["cases"]:
         calls = (case.get("expected") or {}).get("tool_calls") or []
         if not _complete(case) or not case.get("tools", True) or not calls or (family, case["name"]) in SCHEMA_BREAKING \
-                or (family, case["name"]) in STRUCTURAL_UNDECLARED or case["name"] in STRUCTURAL_REQUIRED_MISSES.get(family, ()):
+                or (family, case["name"]) in STRUCTURAL_UNDECLARED or (family, case["name"]) in STRUCTURAL_UNCLOSED \
+                or case["name"] in STRUCTURAL_REQUIRED_MISSES.get(family, ()):
             continue
         for choice in ("auto", "required"):
             tag = compiled.grammar(sample["tools"], format="structural_tag", prefix=case["prefix"], tool_choice=choice,
