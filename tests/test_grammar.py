@@ -37,10 +37,13 @@ FAMILIES = sorted(p.stem for p in SAMPLES.glob("*.json"))
 #: way in is left out (the parser reads it: the call_after_think sample).
 #: llama3.1/llama3.2: a call after text is opened by a lookbehind ``(?<=\s)``, which the
 #: representative free text does not end in either (the parser reads it: text_then_call).
+#: step-3.5-flash: a call without its </tool_call> runs to the end of the reply, which the
+#: grammar (it closes every call) does not write (the parser reads it: call_without_tool_call_tags).
 KNOWN_REJECTED: dict[str, set[str]] = {
     'xlam': {'call_after_think'},
     'llama3.1': {'text_then_call'},
     'llama3.2': {'text_then_call'},
+    'step-3.5-flash': {'call_without_tool_call_tags'},
 }
 
 #: Samples whose calls break the tools' schema (an integer written as a string, "3", which
