@@ -510,3 +510,29 @@ def test_a_turn_of_another_role_after_the_reply_is_not_the_models():
     template, message = _reply("instructions_last", "Sunny.<|END|>")
     assert "Answer briefly" not in json.dumps(template)
     assert message["content"] == "Sunny."
+
+
+@pytest.mark.parametrize("kind", ["chatml_json", "tagged_xml", "json_list_ids", "preopen_think"])
+def test_a_reply_cut_by_its_end_token_parses_as_the_cut_reply(kind):
+    """An inferred template ends the reasoning and a call the model cut with its end-of-turn
+    token right before the token (docs/models.md, "A reply cut off by its end-of-turn
+    token"): the reply cut inside its reasoning or its call, then the end token (and a
+    newline, and the next turn), parses as the cut reply alone does."""
+    chat = ChatTemplate(C.ALL[kind], bos_token="<s>", eos_token="</s>")
+    compiled = respc.compile_template(respc.infer(chat))
+    history = [probes.USER]
+    prompt = chat.render(history, tools=probes.TOOLS, add_generation_prompt=True)
+    answer = chat.render(history + [{"role": "assistant", "content": probes.ANSWER}], tools=probes.TOOLS)
+    end = answer[len(prompt):].split(probes.ANSWER, 1)[1].strip()
+    assert end, f"{kind}: no end-of-turn marker after the content"
+    message = {"role": "assistant", "reasoning_content": probes.REASONING, "content": "", "tool_calls": [probes.WEATHER]}
+    output = chat.render(history + [message], tools=probes.TOOLS)[len(prompt):]
+    # inside the reasoning (where the template writes it) and inside the call's city
+    cuts = [output.index(text) + k for text, k in ((probes.REASONING, 20), ("Paris", 2)) if text in output]
+    assert cuts, output
+    for at in cuts:
+        cut = output[:at]
+        want = compiled.parse(cut, prefix=prompt, tools=probes.TOOLS, on_malformed="collect")
+        for after in ("", "\n", "\nuser turn"):
+            got = compiled.parse(cut + end + after, prefix=prompt, tools=probes.TOOLS, on_malformed="collect")
+            assert got == want, (kind, cut[-30:], end + after)
