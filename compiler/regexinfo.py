@@ -1856,6 +1856,23 @@ def _fixed_texts(pattern: str, limit: int = 64) -> set[str] | None:
     return set(texts)
 
 
+def top_alternatives(pattern: str) -> list[str] | None:
+    """The top-level alternatives of ``pattern`` as written, or None when they cannot be
+    told apart."""
+    try:
+        return _split_alternatives(pattern)
+    except (_Unknown, IndexError):
+        return None
+
+
+def lookahead_texts(pattern: str) -> set[str] | None:
+    """The texts a pattern that is only a lookahead at fixed texts looks at
+    (``(?=<\\|im_end\\|>|<\\|endoftext\\|>)``), else None."""
+    if not pattern.startswith("(?=") or _group_end(pattern, 0) != len(pattern) - 1:
+        return None
+    return _fixed_texts("(?:" + pattern[3:-1] + ")")
+
+
 def _one_way_head(head: str) -> bool:
     """``head`` is a whitespace run (or nothing) then a fixed text, one of a few that none
     starts another (nor with whitespace): a text that starts with a match of it splits

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from ..api import CompiledTemplate, compile_template, resolve_template
+from ..compiler.regexinfo import lookahead_texts, top_alternatives
 
 #: the environment variable naming the template (a bundled name or a JSON file's path)
 ENV = "RESPC_TEMPLATE"
@@ -261,24 +262,19 @@ def end_calls_at_stop(tag: dict, stops: set[str]) -> dict:
 _SPACES = "[(IN, [(CATEGORY, CATEGORY_SPACE)])]"
 
 
-def _sre() -> Any:
+def _whole_literal(pattern: Any) -> str | None:
+    """The literal a delimiter pattern matches, when it matches only that (after optional
+    leading ``\\s*``, which the literal then stands for); else None."""
+    if not isinstance(pattern, str) or not pattern:
+        return None
     try:
         import re._parser as sre  # type: ignore[import-not-found]
     except ImportError:  # Python < 3.11
         import sre_parse as sre  # type: ignore[no-redef]
-    return sre
-
-
-def _parsed(pattern: Any) -> list | None:
-    if not isinstance(pattern, str) or not pattern:
-        return None
     try:
-        return list(_sre().parse(pattern))
+        items = list(sre.parse(pattern))
     except Exception:  # a pattern of the regex module's own syntax: not read here
         return None
-
-
-def _items_literal(items: list) -> str | None:
     out: list[str] = []
     for op, arg in items:
         name = str(op)
@@ -289,46 +285,6 @@ def _items_literal(items: list) -> str | None:
         else:
             return None
     return "".join(out) or None
-
-
-def _whole_literal(pattern: Any) -> str | None:
-    """The literal a delimiter pattern matches, when it matches only that (after optional
-    leading ``\\s*``, which the literal then stands for); else None."""
-    items = _parsed(pattern)
-    return None if items is None else _items_literal(items)
-
-
-def _texts(items: list) -> list[str] | None:
-    """The texts a sequence of literals, groups and branches of them matches, else None."""
-    out = [""]
-    for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            out = [t + chr(arg) for t in out]
-            continue
-        if name == "SUBPATTERN" and not arg[1] and not arg[2]:
-            choices = _texts(list(arg[3]))
-        elif name == "BRANCH":
-            choices = []
-            for b in arg[1]:
-                got = _texts(list(b))
-                if got is None:
-                    return None
-                choices += got
-        else:
-            return None
-        if choices is None or len(out) * len(choices) > 64:
-            return None
-        out = [t + c for t in out for c in choices]
-    return out
-
-
-def _lookahead_texts(items: list) -> list[str] | None:
-    """The texts of a pure lookahead at literals (``(?=<|im_end|>|<|endoftext|>)``), else None."""
-    if len(items) != 1 or str(items[0][0]) != "ASSERT" or items[0][1][0] != 1:
-        return None
-    texts = _texts(list(items[0][1][1]))
-    return texts if texts and all(t and not t[0].isspace() for t in texts) else None
 
 
 def _opens_a_field(fields: dict, text: str) -> bool:
@@ -355,15 +311,17 @@ def _close_literal(fields: dict, pattern: Any) -> str | None:
     open no field left out (``</think>|(?=<|im_end|>)``: a reply the model cut with its end
     token ends the reasoning there, which forcing ``</think>`` still does)."""
     whole = _whole_literal(pattern)
-    items = _parsed(pattern)
-    if whole is not None or items is None or len(items) != 1 or str(items[0][0]) != "BRANCH":
+    if whole is not None or not isinstance(pattern, str):
         return whole
+    branches = top_alternatives(pattern)
+    if branches is None or len(branches) < 2:
+        return None
     kept = []
-    for branch in items[0][1][1]:
-        texts = _lookahead_texts(list(branch))
-        if texts is None or any(_opens_a_field(fields, t) for t in texts):
-            kept.append(list(branch))
-    return _items_literal(kept[0]) if len(kept) == 1 else None
+    for branch in branches:
+        texts = lookahead_texts(branch)
+        if texts is None or any(not t or _opens_a_field(fields, t) for t in texts):
+            kept.append(branch)
+    return _whole_literal(kept[0]) if len(kept) == 1 else None
 
 
 #: per template hash: (reasoning start, reasoning end) literals, or (None, None)
