@@ -509,7 +509,7 @@ def _literal_strings(items: Any, limit: int = 16) -> list[str] | None:
 
 def _end_markers(alts: list) -> set[str]:
     r"""The markers after which an alternative ends the output (``\s*<|im_end|>[\s\S]*``:
-    ``<|im_end|>``): its literal run after any leading whitespace run."""
+    ``<|im_end|>``): the texts of its literal lead after any leading whitespace run."""
     out = set()
     for a in alts:
         if not a.end:

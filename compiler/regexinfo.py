@@ -278,9 +278,8 @@ def branch_leads(pattern: str) -> list[Lead] | None:
     known): which literal prefixes a match reaches after whitespace, and which without
     (``\\s*\\[BEGIN FINAL RESPONSE\\]|(?=<\\|end\\|>)``: the second starts at ``<``
     itself, so a partial match of it holds no whitespace before it)."""
-    try:
-        branches = _split_alternatives(pattern)
-    except (_Unknown, IndexError):
+    branches = top_alternatives(pattern)
+    if branches is None:
         return None
     leads = [lead(b) for b in branches]
     return None if any(x is None for x in leads) else leads  # type: ignore[return-value]

@@ -609,10 +609,9 @@ class _Infer:
             # a reply the model cut with its end token (inside the reasoning or a call) ends the
             # open region right before the token, which the content's close then takes: the
             # token is never read into the reasoning or the call (docs/models.md)
+            # (inferred fields write their closes as patterns)
             for key in ("reasoning_content", "tool_calls"):
                 spec = fields.get(key)
-                if spec is not None and isinstance(spec.get("close"), str):
-                    spec = fields[key] = {("close_pattern" if k == "close" else k): (lit(v) if k == "close" else v) for k, v in spec.items()}
                 if spec is not None and "close_pattern" in spec:
                     spec["close_pattern"] += "|(?=" + end + ")"
         template: dict[str, Any] = {"start_anchor": anchors[0] if len(anchors) == 1 else anchors}
