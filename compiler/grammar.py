@@ -914,6 +914,14 @@ class Builder:
                     last = [i for i, it in enumerate(run) if _fixed(it)]
                     if last:
                         cut = last[-1] + 1
+                        end = run[last[-1]]
+                        if len(end) == 5 and end[2] is _NAME_END:
+                            # a tool's name last: the lexeme stops before it (a lazy one
+                            # ending at get_weather would leave no way to get_weather_x)
+                            start = cut - end[4]
+                            before = [i for i in last if i < start]
+                            if before:
+                                cut = before[-1] + 1
                     shared = min(self.shared_lead(alt), len(run))
                     lit = shared
                     while lit and not _fixed(run[lit - 1]):
@@ -940,7 +948,7 @@ class Builder:
                         # in the piece does not go on in the group's class (gpt-oss's
                         # to=functions.NAME(?: ?...[\w-]+)?: no get_timeX)
                         bans += [translate(part[:p + 1], alt.delim.path) + it[3] + "(?s:.*)"
-                                 for p, it in enumerate(part[:-1]) if len(it) == 4 and it[2] is _NAME_END]
+                                 for p, it in enumerate(part[:-1]) if len(it) == 5 and it[2] is _NAME_END]
                         bans = [b for b in bans if b]
                         if bans:
                             out.append(("lx", f"(/{text}/ & " + " & ".join(f"~/{b}/" for b in bans) + ")"))
@@ -961,7 +969,7 @@ class Builder:
                 written = [(_sre.LITERAL, ord(c)) for c in fill[item[1]]]
                 greedy = _greedy_class(item[2], alt.delim.path)
                 if greedy and written:
-                    written[-1] = (*written[-1], _NAME_END, greedy)  # (the name ends here: see flush)
+                    written[-1] = (*written[-1], _NAME_END, greedy, len(written))  # (the name ends here: see flush)
                 items = items[:i] + written + items[i + 1:]
                 continue
             if self.marks and item[0] is _sre.LITERAL:
@@ -1387,7 +1395,9 @@ class ValueWriter:
         kind = schema.get("type")
         if isinstance(kind, list):
             return "(" + " | ".join(self.value({**schema, "type": k}, depth + 1) for k in kind) + ")"
-        if kind == "string" or kind is None and self.dialect != "json":
+        if kind is None:  # a schema that says no type ({}, a description only): any value
+            return self.any()
+        if kind == "string":
             return self.string()
         if kind == "integer":
             return b.term("/" + _INT + "/")
@@ -1397,15 +1407,14 @@ class ValueWriter:
             return '("True" | "False")' if self.dialect == "python" else '("true" | "false")'
         if kind == "null":
             return '"None"' if self.dialect == "python" else '"null"'
-        if kind == "array":
-            item = self.value(schema.get("items", {"type": "string"}), depth + 1)
-            ws = b.term(r"/[ \t\n]*/") if False else ""
+        if kind == "array":  # (without items: of any values)
+            item = self.value(schema.get("items", {}), depth + 1)
             return b.rule(f'"[" ({item} ("," " "? {item})*)? "]"')
         if kind == "object":
             props = schema.get("properties", {})
             req = [k for k in schema.get("required", []) if k in props]
             pairs = {k: f"{self.key(k)} \":\" \" \"? {self.value(props[k], depth + 1)}" for k in props}
-            extra = self.extra(props) if schema.get("additionalProperties", True) is not False else ""
+            extra = self.extra(props, nested=True) if schema.get("additionalProperties", True) is not False else ""
             return b.rule('"{" ' + _with_extra(pairs, req, '"," " "?', extra) + ' "}"')
         raise GrammarUnsupported(f"{self.path}: schema type {kind!r} has no {self.dialect} value grammar")
 
@@ -1416,30 +1425,44 @@ class ValueWriter:
         if name not in b.rules:
             b.rules[name] = ""  # (reserved: the rule refers to itself)
             sep = '"," " "?'
-            key = self.string() if self.dialect != "unquoted" else b.term("/[A-Za-z_][A-Za-z0-9_]*/")
+            key = self.string() if self.dialect != "unquoted" else f'({b.term("/[A-Za-z_][A-Za-z0-9_]*/")} | {self.string()})'
             true, false, null = ("True", "False", "None") if self.dialect == "python" else ("true", "false", "null")
             b.rules[name] = (f'{self.string()} | {b.term("/" + _NUM + "/")} | "{true}" | "{false}" | "{null}"'
                              f' | "[" ({name} ({sep} {name})*)? "]"'
                              f' | "{{" ({key} ":" " "? {name} ({sep} {key} ":" " "? {name})*)? "}}"')
         return name
 
-    def extra(self, props: dict) -> str:
+    def extra(self, props: dict, nested: bool = False) -> str:
         """A key the schema does not name (``additionalProperties``, which JSON Schema allows
-        by default) and any value."""
+        by default) and any value: a keyword argument of a Python call, or (``nested``) a
+        key of an object value (a string in JSON and Python, a name or a delimited string
+        in the unquoted dialect)."""
         b = self.b
         known = "|".join("".join(_char(ord(c)) for c in k) for k in props)
-        if self.dialect == "json":
-            word = _JSON_STRING
-            known = f'"(?:{known})"' if known else ""
+        if self.dialect == "python" and not nested:
+            word, link = "[A-Za-z_][A-Za-z0-9_]*", '"="'
+        elif self.dialect == "unquoted":
+            name = "[A-Za-z_][A-Za-z0-9_]*"
+            word = b.term(f"/{name}/" if not known else f"(/{name}/ & ~/(?:{known})/)")
+            if self.delims is not None:  # a key that is not a name, delimited like a string
+                word = f"({word} | {self.string()})"
+            return b.rule(f'{word} ":" " "? {self.any()}')
         else:
-            word = "[A-Za-z_][A-Za-z0-9_]*"
+            word, link = _JSON_STRING, '":" " "?'
+            if self.dialect == "python":
+                word = _JSON_STRING + "|" + _PY_SQ_STRING
+                known = f"\"(?:{known})\"|'(?:{known})'" if known else ""
+            else:
+                known = f'"(?:{known})"' if known else ""
         name = f"/{word}/" if not known else f"(/{word}/ & ~/(?:{known})/)"
-        link = '"="' if self.dialect == "python" else '":" " "?'
         return b.rule(f"{b.term(name)} {link} {self.any()}")
 
     def key(self, k: str) -> str:
         if self.dialect == "unquoted":
             return json.dumps(k)
+        if self.dialect == "python":  # a dict key: either quote
+            sq = "'" + k.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            return f"({json.dumps(json.dumps(k))} | {json.dumps(sq)})"
         return json.dumps(json.dumps(k))
 
     def string(self) -> str:
@@ -2670,7 +2693,11 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
     required = [k for k in (params.get("required") or []) if k in props]
     if head_excl:
         gap_excl = "|".join(x for x in (head_excl, close_excl) if x)
-        gap, sep, self.tail_lead = self.text_term(gap_excl), None, self.text_term(gap_excl)
+        # text right after a name the open ends with could be read as more of the name
+        # (glm's ``(?P<name>[^\s<]+)``: ``get_weather_x<arg_key>`` is a call of get_weather_x)
+        ban = _name_tail(self, f)
+        gap, sep = self.text_term(gap_excl, ban=ban), None
+        self.tail_lead = self.text_term(gap_excl, ban=ban)
     else:
         # no head: the tags are separated by a comma (and whitespace), and nothing else
         # is written between them (text there could be read as another tag)
@@ -2734,6 +2761,23 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
 
 
 Builder.xml_body = _xml_body
+
+
+def _name_tail(self: Builder, f: Field) -> str:
+    """The class of a character that would go on the call's name, where an alternative of
+    the open ends with its ``name`` group repeating one character class (a regex, or "")."""
+    found = []
+    for a in self.alts.get(f.open.path, []) if f.open is not None else []:
+        items = a.body()
+        last = items[-1] if items else None
+        if not (last and isinstance(last[0], str) and last[1] == "name" and len(last[2]) == 1):
+            continue
+        op, arg = last[2][0]
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and len(arg[2]) == 1 and arg[2][0][0] in (
+            _sre.IN, _sre.NOT_LITERAL, _sre.LITERAL, _sre.ANY
+        ):
+            found.append(translate(list(arg[2]), f.open.path))
+    return "|".join(dict.fromkeys(found))
 
 
 def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] | None, str, int]:
