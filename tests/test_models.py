@@ -303,6 +303,42 @@ def test_cut_anywhere_then_end_of_turn(name):
     assert not differs, "\n".join(differs[:5])
 
 
+#: tool names as real tool lists spell them (MCP servers' ``mcp__server__tool``, dotted
+#: namespaces, dashes, capitals and digits)
+TOOL_NAMES = ["get-weather", "web.search_v2", "mcp__github__create_issue", "GetWeather2", "get_weather.v1"]
+
+
+@pytest.mark.parametrize("name", _families())
+def test_tool_names_real_tool_lists_use(name):
+    """Each whole call sample with its get_weather renamed (and the tool with it): the call
+    has that name, as the reference reads it too (kimi-k2's ``functions.web.search_v2:0`` was
+    read as ``search_v2``)."""
+    template, samples = _load(name)
+    if not any(t["function"]["name"] == "get_weather" for t in samples.get("tools") or []):
+        pytest.skip(f"{name}: its samples have no get_weather tool")
+    compiled = respc.load(name)
+    seen = 0
+    for tool_name in TOOL_NAMES:
+        tools = copy.deepcopy(samples["tools"])
+        for tool in tools:
+            if tool["function"]["name"] == "get_weather":
+                tool["function"]["name"] = tool_name
+        for case in samples["cases"]:
+            calls = [c["function"].get("name") if isinstance(c, dict) and isinstance(c.get("function"), dict) else None
+                     for c in (case.get("expected") or {}).get("tool_calls") or []]
+            if "cut" in case["name"] or "get_weather" not in calls or not case.get("tools", True):
+                continue
+            text = case["output"].replace("get_weather", tool_name)
+            where = f"{name}:{case['name']} as {tool_name}"
+            message = compiled.parse(text, prefix=case["prefix"], tools=copy.deepcopy(tools))
+            got = [c["function"]["name"] for c in message.get("tool_calls") or []]
+            assert got == [tool_name if c == "get_weather" else c for c in calls], where
+            ref = ref_parse(text, copy.deepcopy(template), prefix=case["prefix"], tools=copy.deepcopy(tools))
+            assert_same(message, ref, where)
+            seen += 1
+    assert seen, f"{name}: no call sample of get_weather"
+
+
 def test_every_family_is_documented():
     text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `")}
