@@ -872,10 +872,19 @@ class Builder:
         return name
 
     # pieces of a delimiter alternative
-    def pieces(self, alt: Alt, fill: dict[str, str | None], cut: int = 0) -> list[tuple[str, str]]:
+    def pieces(self, alt: Alt, fill: dict[str, str | None], cut: int = 0, led: bool = False) -> list[tuple[str, str]]:
         """[("re", regex) | ("tok", marker) | ("lit", text)] of an alternative; a named
         group in ``fill`` is written as that literal (None: by its regex); ``cut``: the
-        first run is also cut after that many items."""
+        first run is also cut after that many items; ``led``: text comes before it (the
+        first run, a lazy lexeme with the text, stops before a tool's name)."""
+        if led:
+            key = ("led pieces", id(alt), alt.delim.path in self.field_closes,
+                   tuple(sorted((k, v) for k, v in fill.items() if k is not None)), cut)
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not alt:
+                led_pieces = self._pieces(alt, fill, cut, led=True) if _names_written(fill) else self.pieces(alt, fill, cut)
+                hit = self.shared[key] = (alt, led_pieces)
+            return hit[1]
         known = self.alts.get(alt.delim.path)
         if "spaced" in alt.__dict__ or "written" in alt.__dict__ or "behind" in alt.__dict__:
             # a delimiter's alternative with runs written as a space, or what is left of it
@@ -900,7 +909,7 @@ class Builder:
             hit = self.shared[key] = self._pieces(alt, fill, cut)
         return hit
 
-    def _pieces(self, alt: Alt, fill: dict[str, str | None], forced: int = 0) -> list[tuple[str, str]]:
+    def _pieces(self, alt: Alt, fill: dict[str, str | None], forced: int = 0, led: bool = False) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         run: list = []
 
@@ -914,11 +923,17 @@ class Builder:
                     last = [i for i, it in enumerate(run) if _fixed(it)]
                     if last:
                         cut = last[-1] + 1
-                        end = run[last[-1]]
-                        if len(end) == 5 and end[2] is _NAME_END:
-                            # a tool's name last: the lexeme stops before it (a lazy one
-                            # ending at get_weather would leave no way to get_weather_x)
-                            start = cut - end[4]
+                        ends = [i for i, it in enumerate(run) if len(it) == 5 and it[2] is _NAME_END]
+                        if ends and (led or ends[0] == last[-1]):
+                            # a tool's name: the lazy lexeme of the text and the open
+                            # stops before it, so that one lexeme serves every tool (one per
+                            # tool ran llguidance's lexer out of fuel at 5-20 tools), and one
+                            # that ended at get_weather would leave no way on to
+                            # get_weather_x; without text before it, only a name that ends
+                            # the open (the lexeme ends where the free text's lexeme, which
+                            # excludes the whole open, ends: llguidance does not go back to
+                            # a shorter lexeme once a longer one goes on)
+                            start = ends[0] + 1 - run[ends[0]][4]
                             before = [i for i in last if i < start]
                             if before:
                                 cut = before[-1] + 1
@@ -1141,7 +1156,7 @@ class Builder:
         key = (id(alt), tuple(fill.items()), lead, cut)
         hit = self.seq_cache.get(key)
         if hit is None:
-            hit = self.seq_cache[key] = self.seq(self.pieces(alt, fill, cut), lead)
+            hit = self.seq_cache[key] = self.seq(self.pieces(alt, fill, cut, led=lead is not None), lead)
         return hit
 
     def text_term(self, excl: str, nonempty: bool = False, ban: str = "") -> str:
@@ -1243,6 +1258,10 @@ def _rest(self: "Builder", a: Alt) -> list[str]:
         toks = "(" + " | ".join(self.marks) + ")"
         return [self.term(text) + "?", self.rule(f"({toks} {self.term('/(?s:.+)/')}?)*")]
     return [self.term(text) + "?"]
+
+
+def _names_written(fill: dict) -> bool:
+    return any(v is not None for k, v in fill.items() if k is not None)
 
 
 _NAME_END = "name-end"  # the third element of a literal item that ends a written tool name
@@ -1638,7 +1657,7 @@ def _walk(self: Builder, start: tuple) -> str:
     replayed = 0
     index_of = {id(f): f.index for f in ir.fields}
     order: list[Any] = []
-    bodies: dict[str, list[str]] = {}
+    bodies: dict[str, list[tuple[str, ...]]] = {}
 
     state, left = start[0], start[1]
     held = start[3] if len(start) > 3 and state == free.index and left.endswith(start[3]) else ""
@@ -1721,7 +1740,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 continue
             items, nxt = got
             if nxt is None:
-                alts_out.append(" ".join(items) if items else "")
+                alts_out.append(tuple(items))
                 continue
             nkey, nL, ncheck = nxt[:3]
             if ident[1] != id(None):
@@ -1733,7 +1752,7 @@ def _walk(self: Builder, start: tuple) -> str:
                 nodes[nkey] = (f"n{len(nodes)}", nL, ncheck, ncarry)
                 order.append(nkey)
                 pending.append(nkey)
-            alts_out.append(" ".join(items + [nodes[nkey][0]]))
+            alts_out.append((*items, nodes[nkey][0]))
         bodies[name] = list(dict.fromkeys(alts_out))
     if logging:
         self.shared[hint] = replayed > 0
@@ -1746,7 +1765,7 @@ def _walk(self: Builder, start: tuple) -> str:
             if name in live:
                 continue
             for alt in alts:
-                last = alt.rpartition(" ")[2]
+                last = alt[-1] if alt else ""
                 if not last.startswith("n") or last in live:
                     live.add(name)
                     changed = True
@@ -1762,11 +1781,13 @@ def _walk(self: Builder, start: tuple) -> str:
     if "n0" not in live:
         raise GrammarUnsupported(f"{self.where()}: no output of the template can end here with these options (tool_choice={o.tool_choice!r})")
     lines = ["start: n0"]
+    factored: list[str] = []
     for name, alts in bodies.items():
         if name not in live:
             continue
-        good = [a for a in alts if not a.rpartition(" ")[2].startswith("n") or a.rpartition(" ")[2] in live]
-        lines.append(f"{name}: " + " | ".join(a if a else '""' for a in good))
+        good = [a for a in alts if not (a and a[-1].startswith("n")) or a[-1] in live]
+        lines.append(f"{name}: " + _factored(good, factored))
+    lines += factored
     rules, terms = self.rules, self.terms
     if self.pruned:
         # only the rules and terms the nodes reach (a step tried several ways named more)
@@ -1788,7 +1809,31 @@ def _walk(self: Builder, start: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
-_REF = regex.compile(r"\b[rT]\d+\b")
+_REF = regex.compile(r"\b[rTf]\d+\b")
+
+
+def _factored(alts: list[tuple[str, ...]], out: list[str]) -> str:
+    """The body of a rule with these alternatives (sequences of items), the alternatives
+    that start with the same items written once, their rests a rule of their own (``fN``,
+    appended to ``out``): a node lists each step out of it with each node after, and
+    llguidance's Earley parser keeps an item per alternative it predicts, so that a node of a
+    few hundred alternatives (gpt-oss with five tools) stopped it (``ParserTooComplex``)."""
+    groups: dict[str, list[tuple[str, ...]]] = {}
+    for alt in alts:
+        groups.setdefault(alt[0] if alt else "", []).append(alt)
+    written = []
+    for first, group in groups.items():
+        if len(group) == 1 or not first:
+            written += [" ".join(a) if a else '""' for a in group]
+            continue
+        shared = 1
+        while all(len(a) > shared for a in group) and len({a[shared] for a in group}) == 1:
+            shared += 1
+        name = f"f{len(out)}"
+        out.append("")  # (reserved: the rests may name rules of their own)
+        out[int(name[1:])] = f"{name}: " + _factored([a[shared:] for a in group], out)
+        written.append(" ".join(group[0][:shared] + (name,)))
+    return " | ".join(written)
 
 
 Builder.walk = _walk
