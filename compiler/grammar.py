@@ -1393,6 +1393,10 @@ _JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 _PY_SQ_STRING = r"'(?:[^'\\\x00-\x1f]|\\['\"\\nrt])*'"
 _INT = r"-?(?:0|[1-9][0-9]*)"
 _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# python-call-list refuses an integer past 2^53 - 1 (more than 17 characters) and a float that
+# is infinite (1e999): at most 15 digits before the point and two in the exponent
+_PY_INT = r"-?(?:0|[1-9][0-9]{0,14})"
+_PY_NUM = r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,2})?"
 
 
 class ValueWriter:
@@ -1419,9 +1423,9 @@ class ValueWriter:
         if kind == "string":
             return self.string()
         if kind == "integer":
-            return b.term("/" + _INT + "/")
+            return b.term("/" + (_PY_INT if self.dialect == "python" else _INT) + "/")
         if kind == "number":
-            return b.term("/" + _NUM + "/")
+            return b.term("/" + self.number() + "/")
         if kind == "boolean":
             return '("True" | "False")' if self.dialect == "python" else '("true" | "false")'
         if kind == "null":
@@ -1446,10 +1450,13 @@ class ValueWriter:
             sep = '"," " "?'
             key = self.string() if self.dialect != "unquoted" else f'({b.term("/[A-Za-z_][A-Za-z0-9_]*/")} | {self.string()})'
             true, false, null = ("True", "False", "None") if self.dialect == "python" else ("true", "false", "null")
-            b.rules[name] = (f'{self.string()} | {b.term("/" + _NUM + "/")} | "{true}" | "{false}" | "{null}"'
+            b.rules[name] = (f'{self.string()} | {b.term("/" + self.number() + "/")} | "{true}" | "{false}" | "{null}"'
                              f' | "[" ({name} ({sep} {name})*)? "]"'
                              f' | "{{" ({key} ":" " "? {name} ({sep} {key} ":" " "? {name})*)? "}}"')
         return name
+
+    def number(self) -> str:
+        return _PY_NUM if self.dialect == "python" else _NUM
 
     def extra(self, props: dict, nested: bool = False) -> str:
         """A key the schema does not name (``additionalProperties``, which JSON Schema allows
@@ -2625,7 +2632,13 @@ def _body_of(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | No
             w = ValueWriter(self, "unquoted" if args.get("unquoted_keys") else "json", path, pair)
             rep = _dialect_rep(inst, pair, bool(args.get("unquoted_keys")))
             return [w.value(schema)], rep, 1
-        return self.json_item(schema), json.dumps(inst), 1
+        items = self.json_item(schema)
+        tail = _name_tail(self, f)
+        if tail and regex.match(f"(?:{tail})", " ") is not None:
+            # whitespace after a name the open ends with would be read as more of the name
+            # (devstral's [TOOL_CALLS](?P<name>[^\[\{]+): "get_weather\n" then {...})
+            items = items[1:]
+        return items, json.dumps(inst), 1
     if f.content == "xml-inline":
         if tool is None:
             raise GrammarUnsupported(f"{f.path}: xml-inline arguments need the name in the open delimiter")
@@ -2810,14 +2823,16 @@ Builder.xml_body = _xml_body
 
 def _name_tail(self: Builder, f: Field) -> str:
     """The class of a character that would go on the call's name, where an alternative of
-    the open ends with its ``name`` group repeating one character class (a regex, or "")."""
+    the open ends with its ``name`` group repeating one character class, or with only what
+    may be empty after it (a regex, or "")."""
     found = []
     for a in self.alts.get(f.open.path, []) if f.open is not None else []:
         items = a.body()
-        last = items[-1] if items else None
-        if not (last and isinstance(last[0], str) and last[1] == "name" and len(last[2]) == 1):
+        at = next((i for i, it in enumerate(items) if isinstance(it[0], str) and it[1] == "name"), None)
+        # (the name last, or only what may be empty after it: devstral's optional [ARGS])
+        if at is None or len(items[at][2]) != 1 or not _matches_empty(items[at + 1:]):
             continue
-        op, arg = last[2][0]
+        op, arg = items[at][2][0]
         if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and len(arg[2]) == 1 and arg[2][0][0] in (
             _sre.IN, _sre.NOT_LITERAL, _sre.LITERAL, _sre.ANY
         ):

@@ -632,6 +632,41 @@ def test_python_values_of_loose_schemas(family):
     assert ok, f"{family}: {where} (output {output!r})"
 
 
+@pytest.mark.parametrize("family", ["devstral-small", "mistral-small-3.2", "magistral", "ministral-3-reasoning"])
+def test_no_whitespace_after_a_name_that_takes_it(family):
+    """``[TOOL_CALLS](?P<name>[^\\[\\{]+)`` reads whitespace as more of the name: the grammar
+    wrote the JSON body's leading whitespace there (a walk wrote ``get_weather\\n{...}``, a
+    call of ``get_weather\\n``)."""
+    compiled = respc.load(family)
+    sample = _sample(family)
+    case = next(c for c in sample["cases"] if _complete(c) and "[TOOL_CALLS]get_weather" in c["output"])
+    grammar = compiled.grammar(sample["tools"], prefix=case["prefix"])
+    assert _accepted(grammar, case["output"], True)[0]
+    spaced = case["output"].replace("[TOOL_CALLS]get_weather", "[TOOL_CALLS]get_weather\n", 1)
+    names = [c["function"]["name"] for c in compiled.parse(spaced, prefix=case["prefix"], tools=sample["tools"]).get("tool_calls") or []]
+    assert "get_weather\n" in names  # what the parser reads
+    assert _rejected(grammar, spaced)
+
+
+@pytest.mark.parametrize("family", _PYTHON_FAMILIES)
+def test_python_numbers_the_parser_takes(family):
+    """python-call-list refuses an integer past 2^53 - 1 and an infinite float (the region is
+    malformed): the grammar wrote any number of digits, and a walk wrote
+    ``ratio=537E1316446772560591487866526909``."""
+    sample = _sample(family)
+    case = next(c for c in sample["cases"] if _complete(c) and re.search(r"get_weather\([^()]*\)", c["output"]))
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "ratio": {"type": "number"}}, "required": ["city"]}}}]
+    compiled = respc.load(family)
+    grammar = compiled.grammar(tools, prefix=case["prefix"])
+    for call, ok in (("get_weather(city='Paris', days=3, ratio=1.5e10)", True), ("get_weather(city='Paris', days=123456789012345)", True),
+                     ("get_weather(city='Paris', ratio=1e999)", False), ("get_weather(city='Paris', days=12345678901234567890)", False)):
+        output = re.sub(r"get_weather\([^()]*\)", lambda _m: call, case["output"], count=1)
+        _message, errors = compiled.parse(output, prefix=case["prefix"], tools=tools, on_malformed="collect")
+        assert (not errors) == ok, (family, call, errors)
+        assert _accepted(grammar, output, True)[0] == ok, (family, call)
+
+
 def test_gemma4_values_of_loose_schemas():
     """gemma4: null for a schema without a type, and an object key that is no name written
     between its string delimiters."""
