@@ -469,45 +469,12 @@ def _named_fill(alt: Alt, fill: dict) -> tuple[str, str] | None:
     named = [(k, v) for k, v in fill.items() if k is not None and v is not None]
     if len(named) != 1 or not named[0][1] or _NAME_PH in named[0][1]:
         return None
-    holds = alt.__dict__.get("_holds_ph")
-    if holds is None:
-        holds = alt.__dict__["_holds_ph"] = _holds_code(alt.items, ord(_NAME_PH)) or _holds_code(
-            alt.__dict__.get("written") or (), ord(_NAME_PH))
-    return None if holds else named[0]
-
-
-def _holds_code(items: Any, code: int) -> bool:
-    """A literal, a negated literal or a class range of ``items`` (any depth) is or holds
-    the character ``code``."""
-    for item in items:
-        if not isinstance(item, (tuple, list)) or len(item) < 2:
-            continue
-        op, arg = item[0], item[1]
-        if op is _sre.LITERAL or op is _sre.NOT_LITERAL:
-            if arg == code:
-                return True
-        elif op is _sre.RANGE:
-            if arg[0] <= code <= arg[1]:
-                return True
-        elif isinstance(op, str):
-            if _holds_code(item[2], code):
-                return True
-        elif op is _sre.IN or op is getattr(_sre, "ATOMIC_GROUP", "-"):
-            if _holds_code(arg, code):
-                return True
-        elif op is _sre.SUBPATTERN:
-            if _holds_code(arg[3], code):
-                return True
-        elif op is _sre.BRANCH:
-            if any(_holds_code(b, code) for b in arg[1]):
-                return True
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
-            if _holds_code(arg[2], code):
-                return True
-        elif op is _sre.ASSERT or op is _sre.ASSERT_NOT:
-            if _holds_code(arg[1], code):
-                return True
-    return False
+    source = alt.delim.regex_source
+    # (the character, as itself or as an escape: \ue0f7, \U0000e0f7, \x{e0f7}; a class range
+    # around it is translated by its ends, and a representative text never picks it)
+    if _NAME_PH in source or "e0f7" in source.lower():
+        return None
+    return named[0]
 
 
 def _filled_rep(b: "Builder", a: Alt, fill: dict) -> str | None:
@@ -893,6 +860,7 @@ class Builder:
         self.seq_cache: dict[Any, list[str]] = {}
         self.releads: dict[Any, list] = {}  # (see _relead)
         self.plans: dict[int, tuple] = {}  # (see _plan)
+        self.text_closes: dict[int, list] = {}  # (see _field_close)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -1668,10 +1636,20 @@ def _walk(self: Builder, start: tuple) -> str:
         alts = self.alts[f.close.path]
         close_alts[f.index] = alts
 
+    shared = self.shared
+    # (w, pattern, its source, order) of the watches: open_ok searches each as self.search does
+    watched = [(w, pat, pat.pattern, order) for order, (w, pat) in enumerate(watches)]
+
     def open_ok(s: str, frm: int, d0: int, d1: int, field: Field | None, alt_delim: Delimiter) -> bool:
         best = None
-        for order, (w, pat) in enumerate(watches):
-            m = self.search(pat, s, frm)
+        log = self.search_log
+        for w, pat, source, order in watched:
+            key = ("search", source, s, frm)
+            m = shared.get(key, shared)
+            if m is shared:
+                m = shared[key] = pat.search(s, frm)
+            if log is not None:
+                log.append((pat, s, frm))
             if m is None:
                 continue
             key = (m.start(), -(m.end() - m.start()), order)
@@ -1689,7 +1667,12 @@ def _walk(self: Builder, start: tuple) -> str:
         if check is None:
             return True
         pat, frm, a, z = check
-        m = self.search(pat, s, frm)
+        key = ("search", pat.pattern, s, frm)  # (self.search, inlined)
+        m = shared.get(key, shared)
+        if m is shared:
+            m = shared[key] = pat.search(s, frm)
+        if self.search_log is not None:
+            self.search_log.append((pat, s, frm))
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
@@ -1901,6 +1884,16 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             self.open_failed = False
             if hkey is not None:
                 half = halves.get(hkey)
+                if half is None and hkey[3]:
+                    # an unclosed step after its open's closed ones: the same half when the
+                    # previous close also reads the body's text followed by more text
+                    closed = halves.get(hkey[:3] + (False,))
+                    if closed is not None and closed[0] is not None:
+                        known = memo[hkey[:3]][6]
+                        ok = known.get(("prev", True))
+                        if ok is None:
+                            ok = known[("prev", True)] = prev_ok(closed[1] + _FIELD_TEXT, check)
+                        half = halves[hkey] = closed if ok else (None, False)
                 if half is None:
                     # an open this node's steps tried already and that failed its checks: the
                     # step fails as try_step would find (without its preamble, done then)
@@ -2606,7 +2599,10 @@ def _field_close(self: Builder, st: Step, opened: tuple) -> Any:
         if c.end:
             return None
         return items, (((c.delim.path, c.index), ncount, "carry"), s, (pat, d1, b1, c1), self.text_term(self.close_excl(f)))
-    items += self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
+    seq = self.text_closes.get(id(c))  # (the close's items after text holding none of its matches)
+    if seq is None:
+        seq = self.text_closes[id(c)] = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
+    items += seq
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
