@@ -1851,14 +1851,19 @@ Builder.walk = _walk
 
 def _plan(self: Builder, steps: list) -> tuple[list, list]:
     """(the steps :meth:`Builder.zero_width_ban` tries, [(step, identity, key of its open
-    half or None)]) of a node's steps, kept per step list (the nodes of a kind share one)."""
+    half or None, index after the run of steps with that key)]) of a node's steps, kept
+    per step list (the nodes of a kind share one)."""
     hit = self.plans.get(id(steps))
     if hit is None or hit[0] is not steps:
         zero_width = [st for st, _ in steps if not st.text and st.open is not None and st.open.rep == ""
                       and st.field.content != "text"]
-        plan = [(st, ident, (id(st.open), None if st.tool is None else st.tool["name"], st.text, st.kind == "unclosed")
-                 if st.open is not None and (st.kind == "field" or st.kind == "unclosed") else None)
-                for st, ident in steps]
+        keys = [(id(st.open), None if st.tool is None else st.tool["name"], st.text, st.kind == "unclosed")
+                if st.open is not None and (st.kind == "field" or st.kind == "unclosed") else None for st, _ in steps]
+        # (and where the run of steps with the same half ends: when it fails, they all do)
+        ends = [0] * len(steps)
+        for i in range(len(steps) - 1, -1, -1):
+            ends[i] = ends[i + 1] if i + 1 < len(steps) and keys[i] is not None and keys[i + 1] == keys[i] else i + 1
+        plan = [(st, ident, key, end) for (st, ident), key, end in zip(steps, keys, ends)]
         hit = self.plans[id(steps)] = (steps, zero_width, plan)
     return hit[1], hit[2]
 
@@ -1877,7 +1882,10 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     # the open half of the field steps (see _field_open), per open, tool, text and unclosed or
     # not: the steps that differ only in their close share it (a failed one: (None, tie))
     halves: dict[Any, Any] = {}
-    for st, ident, hkey in plan:
+    i, n = 0, len(plan)
+    while i < n:
+        st, ident, hkey, end = plan[i]
+        i += 1
         if carried is not None and st.text:
             continue
         try:
@@ -1932,6 +1940,14 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             self.refused.append(error)
             got = None
         results.setdefault(ident, {})[st.text] = (st, got)
+        if got is None and hkey is not None and i < end:
+            half = halves.get(hkey)
+            if half is not None and half[0] is None and not (half[1] and _ws_runs(st.open)):
+                # the other steps with this failed half fail as this one did: passed over, their
+                # identities kept in their place (the outcomes are written in that order)
+                for _, other, _, _ in plan[i:end]:
+                    results.setdefault(other, {})
+                i = end
     outs: list[tuple[tuple, Any]] = []
     for ident, by_text in results.items():
         with_text = by_text.get(True, (None, None))
