@@ -861,6 +861,7 @@ class Builder:
         self.releads: dict[Any, list] = {}  # (see _relead)
         self.plans: dict[int, tuple] = {}  # (see _plan)
         self.text_closes: dict[int, list] = {}  # (see _field_close)
+        self.rests: dict[int, tuple] = {}  # (see _rest)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -1275,7 +1276,15 @@ def _same_width(items: list) -> bool:
 
 def _rest(self: "Builder", a: Alt) -> list[str]:
     r"""What may follow an alternative that ends the output with ``[\s\S]*``: any text
-    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say)."""
+    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say). Kept per
+    alternative (it names the same rules and terms again)."""
+    hit = self.rests.get(id(a))
+    if hit is None or hit[0] is not a:
+        hit = self.rests[id(a)] = (a, _rest_of(self, a))
+    return hit[1]
+
+
+def _rest_of(self: "Builder", a: Alt) -> list[str]:
     if not a.items or not _is_anything(a.items[-1]):
         return []
     banned = []
@@ -1652,6 +1661,11 @@ def _walk(self: Builder, start: tuple) -> str:
                 log.append((pat, s, frm))
             if m is None:
                 continue
+            if m.start() < d0:
+                # a match before the open's start: the earliest is not the open, nor at its
+                # start (the other watches' searches cannot change that)
+                self.open_tie = False
+                return False
             key = (m.start(), -(m.end() - m.start()), order)
             if best is None or key < best[0]:
                 best = (key, w, m)
