@@ -1869,15 +1869,27 @@ def _plan(self: Builder, steps: list) -> tuple[list, list]:
     per step list (the nodes of a kind share one)."""
     hit = self.plans.get(id(steps))
     if hit is None or hit[0] is not steps:
-        zero_width = [st for st, _ in steps if not st.text and st.open is not None and st.open.rep == ""
-                      and st.field.content != "text"]
-        keys = [(id(st.open), None if st.tool is None else st.tool["name"], st.text, st.kind == "unclosed")
-                if st.open is not None and (st.kind == "field" or st.kind == "unclosed") else None for st, _ in steps]
-        # (and where the run of steps with the same half ends: when it fails, they all do)
-        ends = [0] * len(steps)
-        for i in range(len(steps) - 1, -1, -1):
-            ends[i] = ends[i + 1] if i + 1 < len(steps) and keys[i] is not None and keys[i + 1] == keys[i] else i + 1
-        plan = [(st, ident, key, end) for (st, ident), key, end in zip(steps, keys, ends)]
+        zero_width, plan = [], []
+        run = 0  # (where the run of steps with the same key as the last began)
+        last = None
+        for st, ident in steps:
+            a = st.open
+            key = None
+            if a is not None:
+                kind = st.kind
+                if kind == "field" or kind == "unclosed":
+                    key = (id(a), None if st.tool is None else st.tool["name"], st.text, kind == "unclosed")
+                if not st.text and a.rep == "" and st.field.content != "text":
+                    zero_width.append(st)
+            if key is None or key != last:
+                # (and where the run of steps with the same half ends: when it fails, they all do)
+                for entry in plan[run:]:
+                    entry[3] = len(plan)
+                run = len(plan)
+            plan.append([st, ident, key, 0])
+            last = key
+        for entry in plan[run:]:
+            entry[3] = len(plan)
         hit = self.plans[id(steps)] = (steps, zero_width, plan)
     return hit[1], hit[2]
 
