@@ -861,6 +861,8 @@ class Builder:
         self.releads: dict[Any, list] = {}  # (see _relead)
         self.plans: dict[int, tuple] = {}  # (see _plan)
         self.text_closes: dict[int, list] = {}  # (see _field_close)
+        self.close_seqs: dict[int, list] = {}  # (see _field_close)
+        self.open_parts: dict[Any, tuple] = {}  # (see _open_part)
         self.rests: dict[int, tuple] = {}  # (see _rest)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
@@ -2602,7 +2604,13 @@ def _field_close(self: Builder, st: Step, opened: tuple) -> Any:
         r_close = c.rep
         if r_close is None:
             return None
-        items = pre + self.delim_seq(c, {}, tail_lead if f.content == "xml-inline" else None)
+        if f.content == "xml-inline":
+            items = pre + self.delim_seq(c, {}, tail_lead)
+        else:
+            seq = self.close_seqs.get(id(c))  # (delim_seq(c, {}, None), kept per close)
+            if seq is None:
+                seq = self.close_seqs[id(c)] = self.delim_seq(c, {}, None)
+            items = pre + seq
         s += r_close
         c1 = len(s)
         pat = self.compiled[c.delim.path]
@@ -2667,18 +2675,27 @@ def _open_part(self: Builder, st: Step, s: str) -> list | None:
     """[text, open end, body end, body items, calls, tail lead, {}] of a step's open and
     body after ``s`` (None when the open has no representative text); the dict keeps the
     checks and the open's items the node's steps share."""
-    if st.open is not None:
-        fill = _fill(self, st)
-        r_open = _filled_rep(self, st.open, fill)
-        if r_open is None:
-            return None
-        s += r_open
-    d1 = len(s)
-    body_items, body_rep, calls = self.body(st.field, st.tool)
-    if body_items is None:
+    # (the open's text, the body's items, text and calls, and the tail lead, kept per open
+    # and tool: the nodes' steps write them after their own text)
+    key = (id(st.open), None if st.tool is None else st.tool["name"], id(st.field))
+    part = self.open_parts.get(key)
+    if part is None or part[0] is not st.open:
+        part = None
+        r_open = ""
+        if st.open is not None:
+            r_open = _filled_rep(self, st.open, _fill(self, st))
+        if r_open is not None:
+            body_items, body_rep, calls = self.body(st.field, st.tool)
+            if body_items is not None:
+                part = (st.open, r_open, body_items, body_rep, calls, self.tail_lead)
+        self.open_parts[key] = part = part or (st.open, None)
+    if part[1] is None:
         return None
-    s += body_rep
-    return [s, d1, len(s), body_items, calls, self.tail_lead, {}]
+    _, r_open, body_items, body_rep, calls, tail_lead = part
+    s += r_open
+    d1 = len(s)
+    self.tail_lead = tail_lead
+    return [s + body_rep, d1, d1 + len(body_rep), body_items, calls, tail_lead, {}]
 Builder.rest = _rest
 
 
