@@ -458,6 +458,41 @@ def _delim_alts(d: Delimiter, marks: tuple[str, ...]) -> list[Alt]:
     return alts
 
 
+_NAME_PH = "\ue0f7"  # a tool name's placeholder in an alternative's pieces and text (see _named_fill)
+
+
+def _named_fill(alt: Alt, fill: dict) -> tuple[str, str] | None:
+    """(group, tool name) when ``fill`` writes one named group of ``alt`` as a name other than
+    :data:`_NAME_PH` and the alternative does not hold the placeholder's character (then its
+    pieces and representative text with the name are those with the placeholder, the
+    placeholder replaced by the name); else None."""
+    named = [(k, v) for k, v in fill.items() if k is not None and v is not None]
+    if len(named) != 1 or not named[0][1] or _NAME_PH in named[0][1]:
+        return None
+    source = alt.delim.regex_source
+    # (the character, as itself or as an escape: \ue0f7, \U0000e0f7, \x{e0f7}; a class range
+    # around it is translated by its ends, and a representative text never picks it)
+    if _NAME_PH in source or "e0f7" in source.lower():
+        return None
+    return named[0]
+
+
+def _filled_rep(b: "Builder", a: Alt, fill: dict) -> str | None:
+    """``_rep(a.body(), fill)``, kept per template; with a tool name, made from the text
+    with :data:`_NAME_PH` for it (see :func:`_named_fill`: _rep writes a filled group as given)."""
+    key = ("rep", a.delim.path, a.index, tuple(fill.items()), a.__dict__.get("spaced"))
+    rep = b.shared.get(key, b)
+    if rep is b:
+        named = _named_fill(a, fill)
+        if named is None:
+            rep = _rep(a.body(), fill)
+        else:
+            base = _filled_rep(b, a, {**fill, named[0]: _NAME_PH})
+            rep = None if base is None else base.replace(_NAME_PH, named[1])
+        b.shared[key] = rep
+    return rep
+
+
 _PARTS: dict[Any, Any] = {}
 
 
@@ -824,6 +859,11 @@ class Builder:
         self.pruned = False  # (set when rules or terms were named that the grammar may not use)
         self.seq_cache: dict[Any, list[str]] = {}
         self.releads: dict[Any, list] = {}  # (see _relead)
+        self.plans: dict[int, tuple] = {}  # (see _plan)
+        self.text_closes: dict[int, list] = {}  # (see _field_close)
+        self.close_seqs: dict[int, list] = {}  # (see _field_close)
+        self.open_parts: dict[Any, tuple] = {}  # (see _open_part)
+        self.rests: dict[int, tuple] = {}  # (see _rest)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
         self.body_cache: dict[Any, Any] = {}
@@ -882,7 +922,7 @@ class Builder:
                    tuple(sorted((k, v) for k, v in fill.items() if k is not None)), cut)
             hit = self.shared.get(key)
             if hit is None or hit[0] is not alt:
-                led_pieces = self._pieces(alt, fill, cut, led=True) if _names_written(fill) else self.pieces(alt, fill, cut)
+                led_pieces = self._named_pieces(alt, fill, cut, led=True) if _names_written(fill) else self.pieces(alt, fill, cut)
                 hit = self.shared[key] = (alt, led_pieces)
             return hit[1]
         known = self.alts.get(alt.delim.path)
@@ -892,7 +932,7 @@ class Builder:
             key = ("variant pieces", alt.delim.path, id(alt.items), tuple(sorted(fill.items())), cut)
             hit = self.shared.get(key)
             if hit is None or hit[0] is not alt.items:
-                hit = self.shared[key] = (alt.items, self._pieces(alt, fill, cut))
+                hit = self.shared[key] = (alt.items, self._named_pieces(alt, fill, cut))
             return hit[1]
         if not known or alt.index >= len(known) or known[alt.index] is not alt:
             # a tag pattern's part (not a delimiter's alternative): kept by its items, which
@@ -906,8 +946,29 @@ class Builder:
                tuple(sorted((k, v) for k, v in fill.items() if k is not None)), cut)
         hit = self.shared.get(key)  # what depends on the template, the markers, the fill and the cut only
         if hit is None:
-            hit = self.shared[key] = self._pieces(alt, fill, cut)
+            hit = self.shared[key] = self._named_pieces(alt, fill, cut)
         return hit
+
+    def _named_pieces(self, alt: Alt, fill: dict[str, str | None], cut: int, led: bool = False) -> list[tuple[str, str]]:
+        """:meth:`_pieces` of an alternative; one with a tool name filled in is made from its
+        pieces with :data:`_NAME_PH` for the name (made once per template), the name put in
+        where the placeholder is: the name's literals are translated one by one, so that is
+        the same text, and a new tool name costs a replace. Not with markers (a name may
+        hold one), nor for an alternative that holds the placeholder's character."""
+        named = _named_fill(alt, fill)
+        if named is None or self.marks:
+            return self._pieces(alt, fill, cut, led)
+        group, name = named
+        written = "".join(_char(ord(c)) for c in name)
+        out = []
+        for kind, text in self.pieces(alt, {**fill, group: _NAME_PH}, cut, led):
+            if kind != "tok" and _NAME_PH in text:
+                new = text.replace(_NAME_PH, written)
+                if kind == "re":
+                    self.empty.setdefault(new, self.empty[text])  # (as _pieces records it)
+                text = new
+            out.append((kind, text))
+        return out
 
     def _pieces(self, alt: Alt, fill: dict[str, str | None], forced: int = 0, led: bool = False) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
@@ -1070,15 +1131,20 @@ class Builder:
 
         def lead(a: Alt) -> list[tuple[str, int]]:
             # (translated item, index in the body) of the items that write something; a
-            # lookahead between them (apertus's ``\}(?=...)\s*``) is passed over
-            body = a.body()
-            n = 0
-            while n < len(body) and not isinstance(body[n][0], str):
-                n += 1
-            try:
-                return [(t, i) for i, t in ((i, translate([it], a.delim.path)) for i, it in enumerate(body[:n])) if t]
-            except GrammarUnsupported:
-                return []
+            # lookahead between them (apertus's ``\}(?=...)\s*``) is passed over (kept per
+            # alternative: each is compared with every other)
+            got = a.__dict__.get("_lead")
+            if got is None:
+                body = a.body()
+                n = 0
+                while n < len(body) and not isinstance(body[n][0], str):
+                    n += 1
+                try:
+                    got = [(t, i) for i, t in ((i, translate([it], a.delim.path)) for i, it in enumerate(body[:n])) if t]
+                except GrammarUnsupported:
+                    got = []
+                a.__dict__["_lead"] = got
+            return got
         mine = lead(alt)
         for other in known:
             if other is alt:
@@ -1235,7 +1301,15 @@ def _same_width(items: list) -> bool:
 
 def _rest(self: "Builder", a: Alt) -> list[str]:
     r"""What may follow an alternative that ends the output with ``[\s\S]*``: any text
-    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say)."""
+    (the parser ignores it: an end-of-turn token after ``<|im_end|>``, say). Kept per
+    alternative (it names the same rules and terms again)."""
+    hit = self.rests.get(id(a))
+    if hit is None or hit[0] is not a:
+        hit = self.rests[id(a)] = (a, _rest_of(self, a))
+    return hit[1]
+
+
+def _rest_of(self: "Builder", a: Alt) -> list[str]:
     if not a.items or not _is_anything(a.items[-1]):
         return []
     banned = []
@@ -1622,12 +1696,27 @@ def _walk(self: Builder, start: tuple) -> str:
         alts = self.alts[f.close.path]
         close_alts[f.index] = alts
 
+    shared = self.shared
+    # (w, pattern, its source, order) of the watches: open_ok searches each as self.search does
+    watched = [(w, pat, pat.pattern, order) for order, (w, pat) in enumerate(watches)]
+
     def open_ok(s: str, frm: int, d0: int, d1: int, field: Field | None, alt_delim: Delimiter) -> bool:
         best = None
-        for order, (w, pat) in enumerate(watches):
-            m = self.search(pat, s, frm)
+        log = self.search_log
+        for w, pat, source, order in watched:
+            key = ("search", source, s, frm)
+            m = shared.get(key, shared)
+            if m is shared:
+                m = shared[key] = pat.search(s, frm)
+            if log is not None:
+                log.append((pat, s, frm))
             if m is None:
                 continue
+            if m.start() < d0:
+                # a match before the open's start: the earliest is not the open, nor at its
+                # start (the other watches' searches cannot change that)
+                self.open_tie = False
+                return False
             key = (m.start(), -(m.end() - m.start()), order)
             if best is None or key < best[0]:
                 best = (key, w, m)
@@ -1643,7 +1732,12 @@ def _walk(self: Builder, start: tuple) -> str:
         if check is None:
             return True
         pat, frm, a, z = check
-        m = self.search(pat, s, frm)
+        key = ("search", pat.pattern, s, frm)  # (self.search, inlined)
+        m = shared.get(key, shared)
+        if m is shared:
+            m = shared[key] = pat.search(s, frm)
+        if self.search_log is not None:
+            self.search_log.append((pat, s, frm))
         return m is not None and m.span() == (a, z)
 
     nodes: dict[Any, tuple[str, str, Any, Any]] = {}
@@ -1846,6 +1940,37 @@ def _factored(alts: list[tuple[str, ...]], out: list[str]) -> str:
 Builder.walk = _walk
 
 
+def _plan(self: Builder, steps: list) -> tuple[list, list]:
+    """(the steps :meth:`Builder.zero_width_ban` tries, [(step, identity, key of its open
+    half or None, index after the run of steps with that key)]) of a node's steps, kept
+    per step list (the nodes of a kind share one)."""
+    hit = self.plans.get(id(steps))
+    if hit is None or hit[0] is not steps:
+        zero_width, plan = [], []
+        run = 0  # (where the run of steps with the same key as the last began)
+        last = None
+        for st, ident in steps:
+            a = st.open
+            key = None
+            if a is not None:
+                kind = st.kind
+                if kind == "field" or kind == "unclosed":
+                    key = (id(a), None if st.tool is None else st.tool["name"], st.text, kind == "unclosed")
+                if not st.text and a.rep == "" and st.field.content != "text":
+                    zero_width.append(st)
+            if key is None or key != last:
+                # (and where the run of steps with the same half ends: when it fails, they all do)
+                for entry in plan[run:]:
+                    entry[3] = len(plan)
+                run = len(plan)
+            plan.append([st, ident, key, 0])
+            last = key
+        for entry in plan[run:]:
+            entry[3] = len(plan)
+        hit = self.plans[id(steps)] = (steps, zero_width, plan)
+    return hit[1], hit[2]
+
+
 def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
               carried: str | None, after: str, rest_items: list[str], cuts: dict, held_ban: str = "") -> list[tuple[tuple, Any]]:
     """[(step identity, (items, next node) or None)] of a node's steps, in the order the
@@ -1854,29 +1979,60 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     :meth:`Builder.after_short` for the close before; ``cuts``: of :meth:`Builder.lazy_cuts`."""
     results: dict[Any, dict[bool, Any]] = {}
     memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
-    ban = self.zero_width_ban([st for st, _ in steps], L, check, open_ok, quiet, prev_ok, count, carried)
+    zero_width, plan = _plan(self, steps)
+    ban = self.zero_width_ban(zero_width, L, check, open_ok, quiet, prev_ok, count, carried)
     ban = "|".join(b for b in (ban, after, held_ban) if b)
-    for st, ident in steps:
+    # the open half of the field steps (see _field_open), per open, tool, text and unclosed or
+    # not: the steps that differ only in their close share it (a failed one: (None, tie))
+    halves: dict[Any, Any] = {}
+    i, n = 0, len(plan)
+    while i < n:
+        st, ident, hkey, end = plan[i]
+        i += 1
         if carried is not None and st.text:
             continue
         try:
             self.open_failed = False
-            known = None
-            if st.open is not None and (st.kind == "field" or st.kind == "unclosed"):
-                # an open this node's steps tried already and that failed its checks: the
-                # step fails as try_step would find (without its preamble, done then)
-                opened = memo.get((id(st.open), None if st.tool is None else st.tool["name"], st.text), memo)
-                if opened is None:
-                    known = False
-                elif opened is not memo:
-                    known = opened[6]
-                    if known.get(("prev", st.kind == "unclosed")) is False:
+            if hkey is not None:
+                half = halves.get(hkey)
+                if half is None and hkey[3]:
+                    # an unclosed step after its open's closed ones: the same half when the
+                    # previous close also reads the body's text followed by more text
+                    closed = halves.get(hkey[:3] + (False,))
+                    if closed is not None and closed[0] is not None:
+                        known = memo[hkey[:3]][6]
+                        ok = known.get(("prev", True))
+                        if ok is None:
+                            ok = known[("prev", True)] = prev_ok(closed[1] + _FIELD_TEXT, check)
+                        half = halves[hkey] = closed if ok else (None, False)
+                if half is None:
+                    # an open this node's steps tried already and that failed its checks: the
+                    # step fails as try_step would find (without its preamble, done then)
+                    known = None
+                    opened = memo.get(hkey[:3], memo)
+                    if opened is None:
                         known = False
-                    elif known.get(("open",)) is False:
-                        self.open_failed = known[("tie",)]
-                        known = False
-            if known is False:
-                got = None
+                    elif opened is not memo:
+                        known = opened[6]
+                        if known.get(("prev", hkey[3])) is False:
+                            known = False
+                        elif known.get(("open",)) is False:
+                            self.open_failed = known[("tie",)]
+                            known = False
+                    if known is not False:
+                        # (free text's markers first, as try_step writes them)
+                        head = [self.free_token_run(ban)] if st.text and self.free_tokens() else []
+                        half = _field_open(self, st, L, _FIELD_TEXT if st.text else "", head, check, open_ok,
+                                           prev_ok, count, carried, False, memo, ban, cuts)
+                    if half is None:
+                        half = (None, self.open_failed)
+                    halves[hkey] = half
+                if half[0] is None:
+                    self.open_failed = half[1]
+                    got = None
+                else:
+                    self.tail_lead = half[6]
+                    got = _field_close(self, st, half)
             else:
                 got = self.try_step(st, L, check, open_ok, quiet, prev_ok, count, carried, memo=memo, ban=ban,
                                     rest_items=rest_items, cuts=cuts)
@@ -1887,6 +2043,14 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
             self.refused.append(error)
             got = None
         results.setdefault(ident, {})[st.text] = (st, got)
+        if got is None and hkey is not None and i < end:
+            half = halves.get(hkey)
+            if half is not None and half[0] is None and not (half[1] and _ws_runs(st.open)):
+                # the other steps with this failed half fail as this one did: passed over, their
+                # identities kept in their place (the outcomes are written in that order)
+                for _, other, _, _ in plan[i:end]:
+                    results.setdefault(other, {})
+                i = end
     outs: list[tuple[tuple, Any]] = []
     for ident, by_text in results.items():
         with_text = by_text.get(True, (None, None))
@@ -2312,10 +2476,7 @@ def _lazy_cuts(self: Builder, steps: list[Step]) -> dict:
             continue
         if not pcs or pcs[0][0] not in ("re", "lx") or (len(pcs) > 1 and pcs[1][0] == "tok" and _nullable(pcs[0][1])):
             continue
-        key = ("rep", a.delim.path, a.index, tuple(fill.items()), a.__dict__.get("spaced"))
-        rep = self.shared.get(key, self)
-        if rep is self:
-            rep = self.shared[key] = _rep(a.body(), fill)
+        rep = _filled_rep(self, a, fill)
         if rep:
             firsts[(id(a), st.tool["name"] if st.tool else None)] = (a, fill, pcs[0], rep)
     cuts: dict = {}
@@ -2456,6 +2617,18 @@ def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str]
                     prev_ok: Any, count: int, carried: str | None, nullable: bool, memo: dict | None, ban: str,
                     cuts: dict | None) -> Any:
     """:func:`_try_step` of a field's step (the checks of its open first: most fail there)."""
+    opened = _field_open(self, st, L, text, items, check, open_ok, prev_ok, count, carried, nullable, memo, ban, cuts)
+    return None if opened is None else _field_close(self, st, opened)
+
+
+def _field_open(self: Builder, st: Step, L: str, text: str, items: list[str], check: Any, open_ok: Any,
+                prev_ok: Any, count: int, carried: str | None, nullable: bool, memo: dict | None, ban: str,
+                cuts: dict | None) -> tuple | None:
+    """The open half of :func:`_try_field_step`: (``items`` with the open's, the text to the
+    body's end, the open's end, the body's end, the body's items, the call count after it,
+    the tail lead), or None when the open or what it lets the previous close read fails
+    its checks. What it gives depends on the step's open, tool, text and whether it is
+    unclosed only (and the node): the steps that differ in their close share it."""
     f = st.field
     d0 = len(L) + len(text) + (st.open.__dict__.get("behind", 0) if st.open is not None else 0)
     memo = {} if memo is None else memo
@@ -2490,9 +2663,41 @@ def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str]
         items += open_items
     elif not prev_ok(s, check):
         return None
-    ncount = min(count + calls, 1)
     if calls:
         self.calls_written.append(True)
+    return items, s, d1, b1, body_items, min(count + calls, 1), self.tail_lead, items + body_items
+
+
+def _field_close(self: Builder, st: Step, opened: tuple) -> Any:
+    """The rest of :func:`_try_field_step` after :func:`_field_open` (``opened``): the body
+    and the close, or the body to the end (an unclosed step)."""
+    items, s, d1, b1, body_items, ncount, tail_lead, pre = opened
+    f = st.field
+    if st.kind != "unclosed" and f.content != "text":
+        # (the steps most nodes try most: the open's and the body's items, then the close's)
+        c = st.close
+        r_close = c.rep
+        if r_close is None:
+            return None
+        if f.content == "xml-inline":
+            items = pre + self.delim_seq(c, {}, tail_lead)
+        else:
+            seq = self.close_seqs.get(id(c))  # (delim_seq(c, {}, None), kept per close)
+            if seq is None:
+                seq = self.close_seqs[id(c)] = self.delim_seq(c, {}, None)
+            items = pre + seq
+        s += r_close
+        c1 = len(s)
+        pat = self.compiled[c.delim.path]
+        if c.end:
+            if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
+                return None  # this close ends the reply, which needs a call first
+            m = self.search(pat, s, d1)
+            if m is None or m.span() != (b1, c1):
+                return None
+            return items + self.rest(c), None
+        return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
+    items = list(items)
     if st.kind == "unclosed":
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # the reply ends in this region, and needs a call first
@@ -2514,17 +2719,15 @@ def _try_field_step(self: Builder, st: Step, L: str, text: str, items: list[str]
     s += r_close
     c1 = len(s)
     pat = self.compiled[c.delim.path]
-    if f.content == "text" and not c.consuming:
+    if not c.consuming:  # (a text field's)
         # a zero-width close: the body's text is written with what the next step opens
         if c.end:
             return None
         return items, (((c.delim.path, c.index), ncount, "carry"), s, (pat, d1, b1, c1), self.text_term(self.close_excl(f)))
-    if f.content == "text":
-        close_items = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
-        items += close_items
-    else:
-        lead_c = self.tail_lead if f.content == "xml-inline" else None
-        items += body_items + self.delim_seq(c, {}, lead_c)
+    seq = self.text_closes.get(id(c))  # (the close's items after text holding none of its matches)
+    if seq is None:
+        seq = self.text_closes[id(c)] = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
+    items += seq
     if c.end:
         if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
             return None  # this close ends the reply, which needs a call first
@@ -2547,21 +2750,27 @@ def _open_part(self: Builder, st: Step, s: str) -> list | None:
     """[text, open end, body end, body items, calls, tail lead, {}] of a step's open and
     body after ``s`` (None when the open has no representative text); the dict keeps the
     checks and the open's items the node's steps share."""
-    if st.open is not None:
-        fill = _fill(self, st)
-        key = ("rep", st.open.delim.path, st.open.index, tuple(fill.items()), st.open.__dict__.get("spaced"))
-        r_open = self.shared.get(key, self)
-        if r_open is self:
-            r_open = self.shared[key] = _rep(st.open.body(), fill)
-        if r_open is None:
-            return None
-        s += r_open
-    d1 = len(s)
-    body_items, body_rep, calls = self.body(st.field, st.tool)
-    if body_items is None:
+    # (the open's text, the body's items, text and calls, and the tail lead, kept per open
+    # and tool: the nodes' steps write them after their own text)
+    key = (id(st.open), None if st.tool is None else st.tool["name"], id(st.field))
+    part = self.open_parts.get(key)
+    if part is None or part[0] is not st.open:
+        part = None
+        r_open = ""
+        if st.open is not None:
+            r_open = _filled_rep(self, st.open, _fill(self, st))
+        if r_open is not None:
+            body_items, body_rep, calls = self.body(st.field, st.tool)
+            if body_items is not None:
+                part = (st.open, r_open, body_items, body_rep, calls, self.tail_lead)
+        self.open_parts[key] = part = part or (st.open, None)
+    if part[1] is None:
         return None
-    s += body_rep
-    return [s, d1, len(s), body_items, calls, self.tail_lead, {}]
+    _, r_open, body_items, body_rep, calls, tail_lead = part
+    s += r_open
+    d1 = len(s)
+    self.tail_lead = tail_lead
+    return [s + body_rep, d1, d1 + len(body_rep), body_items, calls, tail_lead, {}]
 Builder.rest = _rest
 
 
