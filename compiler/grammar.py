@@ -1887,7 +1887,8 @@ def _walk(self: Builder, start: tuple) -> str:
         if name not in live:
             continue
         good = [a for a in alts if not (a and a[-1].startswith("n")) or a[-1] in live]
-        lines.append(f"{name}: " + _factored(good, factored))
+        lines.append(f"{name}: " + (_factored(good, factored) if len(good) > _FACTOR_PAST else
+                                     " | ".join([" ".join(a) if a else '""' for a in good])))
     lines += factored
     rules, terms = self.rules, self.terms
     if self.pruned:
@@ -1913,6 +1914,12 @@ def _walk(self: Builder, start: tuple) -> str:
 _REF = regex.compile(r"\b[rTf]\d+\b")
 
 
+#: a node (or a rest) of more alternatives is written factored (see _factored); one of fewer
+#: keeps few items in a row of llguidance's Earley parser as it is (its limit: 2000 items),
+#: and factoring it costs more than it saves (xlam: 0.7 ms a build)
+_FACTOR_PAST = 48
+
+
 def _factored(alts: list[tuple[str, ...]], out: list[str]) -> str:
     """The body of a rule with these alternatives (sequences of items), the alternatives
     that start with the same items written once, their rests a rule of their own (``fN``,
@@ -1927,12 +1934,19 @@ def _factored(alts: list[tuple[str, ...]], out: list[str]) -> str:
         if len(group) == 1 or not first:
             written += [" ".join(a) if a else '""' for a in group]
             continue
-        shared = 1
-        while all(len(a) > shared for a in group) and len({a[shared] for a in group}) == 1:
+        # (the items all of them start with: those the first and last in order share)
+        low, high = min(group), max(group)
+        shared, end = 1, min(len(low), len(high))
+        while shared < end and low[shared] == high[shared]:
             shared += 1
         name = f"f{len(out)}"
         out.append("")  # (reserved: the rests may name rules of their own)
-        out[int(name[1:])] = f"{name}: " + _factored([a[shared:] for a in group], out)
+        rests = [a[shared:] for a in group]
+        if len(rests) > _FACTOR_PAST:
+            body = _factored(rests, out)
+        else:  # (few: written as they are)
+            body = " | ".join([" ".join(a) if a else '""' for a in rests])
+        out[int(name[1:])] = f"{name}: {body}"
         written.append(" ".join(group[0][:shared] + (name,)))
     return " | ".join(written)
 
