@@ -2704,12 +2704,7 @@ def _field_close(self: Builder, st: Step, opened: tuple) -> Any:
         c1 = len(s)
         pat = self.compiled[c.delim.path]
         if c.end:
-            if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
-                return None  # this close ends the reply, which needs a call first
-            m = self.search(pat, s, d1)
-            if m is None or m.span() != (b1, c1):
-                return None
-            return items + self.rest(c), None
+            return _ending(self, items, c, pat, s, d1, b1, c1, ncount)
         return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
     items = list(items)
     if st.kind == "unclosed":
@@ -2743,16 +2738,22 @@ def _field_close(self: Builder, st: Step, opened: tuple) -> Any:
         seq = self.text_closes[id(c)] = self.delim_seq(c, {}, self.text_term(self.close_excl(f)))
     items += seq
     if c.end:
-        if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
-            return None  # this close ends the reply, which needs a call first
-        m = self.search(pat, s, d1)
-        if m is None or m.span() != (b1, c1):
-            return None
-        return items + self.rest(c), None
+        return _ending(self, items, c, pat, s, d1, b1, c1, ncount)
     return items, (((c.delim.path, c.index), ncount), s, (pat, d1, b1, c1))
 
 
 Builder.try_step = _try_step
+
+
+def _ending(self: Builder, items: list, c: Alt, pat: Any, s: str, d1: int, b1: int, c1: int, ncount: int) -> Any:
+    """A step whose close ends the reply: its items and what the close lets follow, when
+    the close is the match the parser finds there (None: not, or a call is still needed)."""
+    if ncount == 0 and self.o.tool_choice not in ("auto", "none"):
+        return None  # this close ends the reply, which needs a call first
+    m = self.search(pat, s, d1)
+    if m is None or m.span() != (b1, c1):
+        return None
+    return items + self.rest(c), None
 
 
 def _fill(self: Builder, st: Step) -> dict[str, str]:
