@@ -153,9 +153,17 @@ def test_the_progress_bar_shows_rows_per_second_and_errors(tmp_path):
     assert "30/30" in done.stderr and "rows/s" in done.stderr and f"errors={failed}]" in done.stderr, done.stderr
 
 
+def _default_sigint() -> None:
+    # (in the child, before the exec) Ctrl-C as a shell delivers it: a process whose parent
+    # ignores SIGINT inherits that, and Python then raises no KeyboardInterrupt (a test worker
+    # whose SIGINT was left ignored let parse-batch run to the end, exit 0, in one CI run)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "respc", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "respc", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
 
 
