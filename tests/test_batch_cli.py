@@ -155,9 +155,11 @@ def test_the_progress_bar_shows_rows_per_second_and_errors(tmp_path):
 
 def _default_sigint() -> None:
     # (in the child, before the exec) Ctrl-C as a shell delivers it: a process whose parent
-    # ignores SIGINT inherits that, and Python then raises no KeyboardInterrupt (a test worker
-    # whose SIGINT was left ignored let parse-batch run to the end, exit 0, in one CI run)
+    # ignores or blocks SIGINT inherits that, and Python then raises no KeyboardInterrupt (a
+    # test worker whose SIGINT was left so let parse-batch run to the end, exit 0, in one CI
+    # run; multiprocess's resource tracker and managers ignore or block it while they start)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _start(args: list, cwd: Path) -> subprocess.Popen:
