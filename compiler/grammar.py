@@ -1338,7 +1338,9 @@ def _names_written(fill: dict) -> bool:
     return any(v is not None for k, v in fill.items() if k is not None)
 
 
-_NAME_END = "name-end"  # the third element of a literal item that ends a written tool name
+#: the third element of a literal item that ends a written tool name: (LITERAL, code,
+#: _NAME_END, the class of what would go on the name, the name's length)
+_NAME_END = "name-end"
 
 
 def _greedy_class(items: list, path: str) -> str | None:
