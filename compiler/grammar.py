@@ -3024,7 +3024,12 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
                     spaced = reads(value=f" {inst} ")  # whitespace around the JSON value
                     found.append(((self.json_item(schema) if spaced else self.json_item(schema)[1:2]) + part(tail), inst))
                 elif not json_values and kind in ("integer", "number", "boolean", "null") and reads(value=inst):
-                    found.append(([ValueWriter(self, "json", path).value(schema)] + part(tail), inst))
+                    value_items = ValueWriter(self, "json", path).value(schema)
+                    if kind == "boolean" and reads(value="True") and reads(value="False"):
+                        # Python's spelling too (Qwen3-Coder writes True): the tool typing reads
+                        # a boolean case-blind
+                        value_items = '("true" | "false" | "True" | "False")'
+                    found.append(([value_items] + part(tail), inst))
                 elif not json_values and kind not in ("string", "any") and reads(value=inst):
                     found.append((self.json_item(schema) + part(tail), inst))
             for value_items, rep in found:

@@ -667,6 +667,27 @@ def test_python_numbers_the_parser_takes(family):
         assert _accepted(grammar, output, True)[0] == ok, (family, call)
 
 
+@pytest.mark.parametrize("family", ["qwen3-coder", "qwen3.5", "nemotron-3-nano", "step-3.5-flash"])
+def test_python_booleans_in_xml_values(family):
+    """``<parameter=dry_run>True</parameter>`` (Qwen3-Coder writes Python's spelling; SGLang's
+    tests record it): the tool typing reads a boolean case-blind, so the grammar writes
+    ``True`` / ``False`` beside ``true`` / ``false``."""
+    sample = _sample(family)
+    tools = copy.deepcopy(sample["tools"])
+    weather = next(t for t in tools if t["function"]["name"] == "get_weather")
+    weather["function"]["parameters"]["properties"]["dry_run"] = {"type": "boolean"}
+    case = next(c for c in sample["cases"] if _complete(c) and "<function=get_weather>" in c["output"])
+    compiled = respc.load(family)
+    grammar = compiled.grammar(tools, prefix=case["prefix"])
+    for written, value in (("True", True), ("false", False), ("False", False)):
+        at = case["output"].index("</function>", case["output"].index("<function=get_weather>"))
+        output = case["output"][:at] + f"<parameter=dry_run>\n{written}\n</parameter>\n" + case["output"][at:]
+        calls = compiled.parse(output, prefix=case["prefix"], tools=tools)["tool_calls"]
+        assert next(c for c in calls if c["function"]["name"] == "get_weather")["function"]["arguments"]["dry_run"] is value
+        assert _accepted(grammar, output, True)[0], (family, written)
+    assert _rejected(grammar, output.replace("False", "FALSE"))
+
+
 def test_gemma4_values_of_loose_schemas():
     """gemma4: null for a schema without a type, and an object key that is no name written
     between its string delimiters."""
