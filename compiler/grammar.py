@@ -1688,6 +1688,9 @@ def _walk(self: Builder, start: tuple) -> str:
     free = self.free
     calls_allowed = bool(o.tools) and self.calls is not None
     must_call = o.tool_choice not in ("auto", "none")
+    # the call count (0, or 1 for "one or more") changes what a node may do only when a call
+    # is required or a second one is not allowed
+    count_matters = must_call or not o.parallel
     if must_call and self.calls is None:
         raise GrammarUnsupported("fields: the template has no tool_calls field; a call cannot be required")
     watches = [(w, self.compiled[w.delim.path]) for w in free.watches]
@@ -1846,6 +1849,9 @@ def _walk(self: Builder, start: tuple) -> str:
                 alts_out.append(tuple(items))
                 continue
             nkey, nL, ncheck = nxt[:3]
+            if not count_matters and nkey[1]:
+                # (otherwise the nodes before and after a call, which read the same text, are one)
+                nkey = (nkey[0], 0, *nkey[2:])
             if ident[1] != id(None):
                 nkey = (*nkey[:2], used | {index_of[ident[1]]}, *nkey[2:])
             else:
