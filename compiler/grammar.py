@@ -866,6 +866,8 @@ class Builder:
         self.rests: dict[int, tuple] = {}  # (see _rest)
         self.search_log: list | None = None  # [(pattern, text, pos)] searched, while a node's outcomes are computed
         self.text_terms: dict[Any, str] = {}
+        # a ban (see text_term) -> the texts it also bans whole (see _held_steps)
+        self.ban_wholes: dict[str, str] = {}
         self.body_cache: dict[Any, Any] = {}
         self.calls_written: list[bool] = []
         # closes of explicit fields: no free-text lexeme competes with their pieces
@@ -1226,12 +1228,16 @@ class Builder:
         return hit
 
     def text_term(self, excl: str, nonempty: bool = False, ban: str = "") -> str:
-        """Text holding no match of ``excl``; with ``ban``, not starting with a match of it."""
+        """Text holding no match of ``excl``; with ``ban``, not starting with a match of it
+        (nor being one of the texts ``ban_wholes`` names for it)."""
         key = (excl, nonempty, ban)
         hit = self.text_terms.get(key)
         if hit is None:
             base = "/(?s:.+)/" if nonempty else "/(?s:.*)/"
             text = f"({base} & ~/(?s:.*)(?:{excl})(?s:.*)/)" if excl else base
+            whole = self.ban_wholes.get(ban) if ban else None
+            if whole:
+                text = f"({text} & ~/(?:{whole})/)"
             hit = self.text_terms[key] = f"({text} & ~/(?:{ban})(?s:.*)/)" if ban else text
         return hit
 
@@ -1810,12 +1816,12 @@ def _walk(self: Builder, start: tuple) -> str:
             # delimiter they may begin): steps whose delimiter begins with them, written
             # from where they end, and the other steps with text that, after them, makes
             # no such delimiter
-            derived, held_ban, only = _held_steps(self, steps, held)
+            derived, held_ban, held_whole, only = _held_steps(self, steps, held)
             outs = _outcomes(self, derived, L[: len(L) - len(held)], check, open_ok, quiet, prev_ok, count, carried,
                              after, rest_items, {})
             if not only:
                 outs += _outcomes(self, steps, L, check, open_ok, quiet, prev_ok, count, carried, after, rest_items,
-                                  cuts, held_ban)
+                                  cuts, held_ban, held_whole)
             seen = ()
         else:
             seen = outcomes.get(ekey)
@@ -1994,7 +2000,8 @@ def _plan(self: Builder, steps: list) -> tuple[list, list]:
 
 
 def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
-              carried: str | None, after: str, rest_items: list[str], cuts: dict, held_ban: str = "") -> list[tuple[tuple, Any]]:
+              carried: str | None, after: str, rest_items: list[str], cuts: dict, held_ban: str = "",
+              held_whole: str = "") -> list[tuple[tuple, Any]]:
     """[(step identity, (items, next node) or None)] of a node's steps, in the order the
     grammar writes them: a step with and without text before it is one step whose text
     may be empty; an end with text and one without, two. ``after``, ``rest_items``: of
@@ -2004,6 +2011,8 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     zero_width, plan = _plan(self, steps)
     ban = self.zero_width_ban(zero_width, L, check, open_ok, quiet, prev_ok, count, carried)
     ban = "|".join(b for b in (ban, after, held_ban) if b)
+    if held_whole:
+        self.ban_wholes[ban] = held_whole
     # the open half of the field steps (see _field_open), per open, tool, text and unclosed or
     # not: the steps that differ only in their close share it (a failed one: (None, tie))
     halves: dict[Any, Any] = {}
@@ -2141,12 +2150,15 @@ def _strip_held(items: list, held: str, path: str) -> list | None:
     return out
 
 
-def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]:
-    """(the steps without text whose delimiter begins with ``held``, each with an
+def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, str, bool]:
+    r"""(the steps without text whose delimiter begins with ``held``, each with an
     alternative that writes what is left of it; what text after ``held`` must not start
-    with: what is left of every such delimiter, its captures by their regex; whether one
-    of them is whole in ``held``, so that no other step can follow it)."""
-    derived, bans, only = [], [], False
+    with: what is left of every such delimiter, its captures by their regex; what text
+    there must not be whole: what is left of such a delimiter up to the whitespace it ends
+    with, which the next delimiter's own leading ``\s*`` may write (functionary after the
+    prompt's ">>>": the text "get" and then "\n<|eot_id|>" is ">>>get\n", a call); whether
+    one of them is whole in ``held``, so that no other step can follow it)."""
+    derived, bans, wholes, only = [], [], [], False
     made: dict[int, Any] = {}
     for w in self.free.watches:
         # every delimiter the state watches, the steps' or not (a call open when
@@ -2156,6 +2168,12 @@ def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]
             if rest is not None:
                 try:
                     bans.append(translate(rest, a.delim.path))
+                    # (spacing that may be empty leaves the ban above to match the text)
+                    k, spaced = len(rest), False
+                    while k and (space := _spacing(rest[k - 1], a.delim.path)) is not None:
+                        k, spaced = k - 1, spaced or space
+                    if spaced and k:
+                        wholes.append(translate(rest[:k], a.delim.path))
                 except GrammarUnsupported:
                     pass
     for st, ident in steps:
@@ -2178,7 +2196,19 @@ def _held_steps(self: Builder, steps: list, held: str) -> tuple[list, str, bool]
         new = dataclasses.replace(st, open=alt) if st.open is not None else dataclasses.replace(st, close=alt)
         derived.append((new, (st.kind, id(st.field), id(new.open), id(new.close), id(st.tool))))
     ban = "|".join(dict.fromkeys(b for b in bans if b)) if not any(not b for b in bans) else "(?s:.*)"
-    return derived, ban, only
+    return derived, ban, "|".join(dict.fromkeys(wholes)), only
+
+
+def _spacing(item: Any, path: str) -> bool | None:
+    r"""Whether a delimiter's item must be written by whitespace (True: a newline), may be
+    written by none (False: ``\s*``), or neither (None)."""
+    try:
+        piece = translate([item], path)
+    except GrammarUnsupported:
+        return None
+    if _full(piece, ""):
+        return False
+    return True if any(_full(piece, ws) for ws in (" ", "\n", "\t", "\r", "\n\n")) else None
 
 
 def _ws_runs(a: Alt) -> tuple[int, ...]:

@@ -648,6 +648,31 @@ def test_no_whitespace_after_a_name_that_takes_it(family):
     assert _rejected(grammar, spaced)
 
 
+def test_text_after_a_held_prompt_end_makes_no_call_with_the_close():
+    r"""Functionary's prompt ends with ">>>", which the parser holds: text after it is content
+    unless it starts ``name\n`` (a call) or ``all\n``. A walk wrote the text "qGUEm" and
+    then the end's own leading ``\s*`` as "\n": ">>>qGUEm\n", a call of an unknown tool (with
+    tool_choice="none" too). Such a text, whole, is refused; what the parser reads as content
+    or as the tool's call is still written."""
+    compiled = respc.load("functionary")
+    sample = _sample("functionary")
+    prefix = walk_prefix("functionary")
+    assert prefix.endswith(">>>")
+    tools = sample["tools"]
+    name = tools[0]["function"]["name"]
+    for choice in ("auto", "none"):
+        grammar = compiled.grammar(tools, prefix=prefix, tool_choice=choice)
+        for bad in ("qGUEm\n \r<|eot_id|>", "hello\n<|eot_id|>", "x.y\n\n>>>all\nHi<|eot_id|>"):
+            calls = compiled.parse(bad, prefix=prefix, tools=tools).get("tool_calls")
+            assert calls and calls[0]["function"]["name"] not in {name}, bad  # the parser reads a call
+            assert _rejected(grammar, bad), (choice, bad)
+        for good in ("all\nHello there<|eot_id|>", "hello world\n<|eot_id|>", "qGUEm <|eot_id|>"):
+            assert not compiled.parse(good, prefix=prefix, tools=tools).get("tool_calls"), good
+            assert _accepted(grammar, good, True)[0], (choice, good)
+    grammar = compiled.grammar(tools, prefix=prefix)
+    assert _accepted(grammar, f'{name}\n{{"city": "Paris"}}<|eot_id|>', True)[0]
+
+
 @pytest.mark.parametrize("family", _PYTHON_FAMILIES)
 def test_python_numbers_the_parser_takes(family):
     """python-call-list refuses an integer past 2^53 - 1 and an infinite float (the region is
