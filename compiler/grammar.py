@@ -628,21 +628,49 @@ def _lead_literal(items: list) -> str:
     return "".join(out)
 
 
-def _exclusion(alts: list[Alt], path: str, marks: tuple[str, ...] = ()) -> str:
+def _anchored(a: Alt) -> bool:
+    r"""The alternative matches at the start of the text only (``\A``): a search from
+    anywhere else does not find it."""
+    return bool(a.items) and a.items[0] == (_sre.AT, _sre.AT_BEGINNING_STRING)
+
+
+def _start_ban(alts: list[Alt], path: str) -> str:
+    r"""What free text at the start of the text must not start with: a match of the
+    alternatives anchored there (assertions relaxed, as :func:`_exclusion` writes them,
+    leading runs kept). :func:`_exclusion` leaves them out of what free text must not
+    contain: llama3.2-pythonic's ``\A\s*(?=\[name(...)\])`` kept any ``[a(b)]`` out of
+    text the parser reads as text (and its ``.*`` made llguidance's lexer stop on random
+    text: "too many expressions constructed")."""
+    return "|".join(dict.fromkeys(translate(a.items, path, contains=True, groups=a.groups) for a in alts if _anchored(a)))
+
+
+def _exclusion(alts: list[Alt], path: str, marks: tuple[str, ...] = (), anchored: bool = True) -> str:
     """llguidance regex of what free text must not contain: any match of these alternatives
     (assertions relaxed: a superset of the matches). With ``marks`` (markers written as
     special tokens), an alternative that holds one is kept out by keeping the marker's
     spelling out: a text lexeme cannot hold the token, and text that spells it in bytes
     would read as the marker (gpt-oss's alternatives, written out whole, made the lexer
-    too big for llguidance)."""
+    too big for llguidance). Without ``anchored``, the alternatives anchored at the text's
+    start are left out (see :func:`_start_ban`)."""
     parts = []
     for a in alts:
+        if not anchored and _anchored(a):
+            continue
         if marks:
             text = "".join(chr(it[1]) if not isinstance(it[0], str) and it[0] is _sre.LITERAL else "\0" for it in a.items)
             held = [m for m in marks if m in text]
             if held:
                 parts.append("".join(_char(ord(c)) for c in min(held, key=text.find)))
                 continue
+        lead = _lead_literal(a.items)
+        if len(lead) >= 3:
+            # a match that would begin inside the free text and end inside what is written
+            # after it (a delimiter, say) is kept out by keeping its literal lead out; every
+            # match holds the lead, so that keeps the whole match out too (written out, the
+            # match, a lookahead's ``\(.*\)`` say, is derivatives llguidance's lexer builds
+            # for every text byte: llama4's <|python_start|> call stopped it on random text)
+            parts.append(translate([(_sre.LITERAL, ord(c)) for c in lead], path))
+            continue
         items = [it for it in a.items if not _is_anything(it)]
         while items and not isinstance(items[0][0], str) and items[0][0] is _sre.MAX_REPEAT and items[0][1][0] == 0:
             items.pop(0)  # a leading optional run: holding the match means holding the rest
@@ -650,11 +678,6 @@ def _exclusion(alts: list[Alt], path: str, marks: tuple[str, ...] = ()) -> str:
         if not body:
             raise GrammarUnsupported(f"{path}: alternative {a.index} matches the empty text; free text around it cannot be written")
         parts.append(body)
-        lead = _lead_literal(a.items)
-        if len(lead) >= 3:
-            # a match that would begin inside the free text and end inside what is written
-            # after it (a delimiter, say) is kept out by keeping its literal lead out
-            parts.append(translate([(_sre.LITERAL, ord(c)) for c in lead], path))
     return "|".join(dict.fromkeys(parts))
 
 
@@ -877,8 +900,11 @@ class Builder:
             self.shared.clear()
         key = ("free", tuple(d.path for d in watches))
         if key not in self.shared:
-            self.shared[key] = _exclusion([a for d in watches for a in self.alts[d.path]], "free state", self.marks) if watches else ""
-        self.free_excl = self.shared[key]
+            free_alts = [a for d in watches for a in self.alts[d.path]]
+            self.shared[key] = (_exclusion(free_alts, "free state", self.marks, anchored=False),
+                                _start_ban(free_alts, "free state")) if watches else ("", "")
+        # what free text must not contain; what free text at the text's start must not start with
+        self.free_excl, self.start_ban = self.shared[key]
         self.empty: dict[str, bool] = self.shared.setdefault("empty", {})  # translated regex -> matches ""
 
     @functools.cached_property
@@ -1707,6 +1733,10 @@ def _walk(self: Builder, start: tuple) -> str:
         alts = self.alts[f.close.path]
         close_alts[f.index] = alts
 
+    # the zero-width closes of JSON bodies (see _json_spaced)
+    json_zero = {(f.close.path, a.index) for f in ir.fields if f.close is not None and not f.implicit
+                 and f.content == "json" for a in close_alts[f.index] if not a.consuming}
+
     shared = self.shared
     # (w, pattern, its source, order) of the watches: open_ok searches each as self.search does
     watched = [(w, pat, pat.pattern, order) for order, (w, pat) in enumerate(watches)]
@@ -1795,10 +1825,12 @@ def _walk(self: Builder, start: tuple) -> str:
         prev, count, used = key[0], key[1], key[2]
         alts_out: list[str] = []
         can_end = not must_call or count > 0
-        skey = (prev == "start", used & self.once, count, can_end)
+        json_ws = prev in json_zero
+        skey = (prev == "start", used & self.once, count, can_end, json_ws)
         steps = step_lists.get(skey)
         if steps is None:
-            steps = step_lists[skey] = _steps(self, watches, close_alts, first if prev == "start" else None, used, count, can_end)
+            steps = _steps(self, watches, close_alts, first if prev == "start" else None, used, count, can_end)
+            steps = step_lists[skey] = _json_spaced(self, steps) if json_ws else steps
         cuts = step_cuts.get(skey)
         if cuts is None:
             cuts = step_cuts[skey] = self.lazy_cuts([st for st, _ in steps]) if self.marks or self.split else {}
@@ -2010,7 +2042,7 @@ def _outcomes(self: Builder, steps: list, L: str, check: Any, open_ok: Any, quie
     memo: dict[Any, Any] = {}  # this node's opens, shared by the steps that differ in their close
     zero_width, plan = _plan(self, steps)
     ban = self.zero_width_ban(zero_width, L, check, open_ok, quiet, prev_ok, count, carried)
-    ban = "|".join(b for b in (ban, after, held_ban) if b)
+    ban = "|".join(b for b in (ban, after, held_ban, "" if L else self.start_ban) if b)
     if held_whole:
         self.ban_wholes[ban] = held_whole
     # the open half of the field steps (see _field_open), per open, tool, text and unclosed or
@@ -2278,6 +2310,48 @@ def _spaced_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quie
     return best
 
 
+#: JSON's whitespace, ``[ \t\n\r]*``, as parsed items
+_JSON_WS = (_sre.MAX_REPEAT, (0, _sre.MAXREPEAT, [(_sre.IN, [(_sre.LITERAL, c) for c in (32, 9, 10, 13)])]))
+
+
+def _optional(item: Any) -> bool:
+    """The item is a run or an optional group that may be empty and captures nothing."""
+    return (not isinstance(item[0], str) and item[0] in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and item[1][0] == 0
+            and "'@group'" not in repr(item[1][2]))
+
+
+def _json_spaced(self: Builder, steps: list[tuple[Step, tuple]]) -> list[tuple[Step, tuple]]:
+    r"""The steps after a JSON body's zero-width close (kimi-k2's ``(?=<|tool_call_begin|>)``):
+    the parser's body runs to the next delimiter's match, so what that delimiter's leading
+    optional items write (``\s*``, kimi's ``(?:<|tool_calls_section_begin|>\s*)?``) is read
+    as the body's end, which JSON takes as whitespace only: those items are written as
+    ``[ \t\n\r]*`` (a form feed, a no-break space or a section marker there made the
+    arguments a string)."""
+    out = []
+    for st, ident in steps:
+        a = st.open if st.open is not None else st.close
+        if a is not None and not st.text:
+            key = ("json-ws", a.delim.path, a.index, id(a))
+            hit = self.shared.get(key)
+            if hit is None or hit[0] is not a:
+                items = list(a.items)
+                i = 0
+                while i < len(items) and not isinstance(items[i][0], str) and items[i][0] in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.AT):
+                    i += 1
+                j = i
+                while j < len(items) and _optional(items[j]):
+                    j += 1
+                alt = a
+                if j > i and items[i:j] != [_JSON_WS]:
+                    alt = dataclasses.replace(a, items=items[:i] + [_JSON_WS] + items[j:])
+                hit = self.shared[key] = (a, alt)
+            if hit[1] is not a:
+                st = dataclasses.replace(st, open=hit[1]) if st.open is not None else dataclasses.replace(st, close=hit[1])
+                ident = (st.kind, id(st.field), id(st.open), id(st.close), id(st.tool))
+        out.append((st, ident))
+    return out
+
+
 def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple | None:
     """The step written with text that may be empty, from its result with text: the same
     checks (the same representative text) and the same items but the first lexeme's, whose
@@ -2295,7 +2369,7 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
     if hit is None or hit[0] is not alt:
         fill = _fill(self, st) if st.open is not None else {}
         head = [self.free_token_run(ban)] if self.free_tokens() else []
-        old = head + self.delim_seq(alt, fill, self.text_term(self.free_excl, nonempty=True, ban=ban), cut)
+        old = head + self.delim_seq(alt, fill, self.text_term(self.lead_excl, nonempty=True, ban=ban), cut)
         hit = self.releads[key] = [alt, old, None, head, fill]
     old = hit[1]
     items, nxt = got
@@ -2303,7 +2377,7 @@ def _relead(self: Builder, st: Step, got: tuple, ban: str, cuts: dict) -> tuple 
         return None
     new = hit[2]
     if new is None:
-        new = hit[2] = hit[3] + self.delim_seq(alt, hit[4], self.text_term(self.free_excl, nonempty=False, ban=ban), cut)
+        new = hit[2] = hit[3] + self.delim_seq(alt, hit[4], self.text_term(self.lead_excl, nonempty=False, ban=ban), cut)
     return new + items[len(old):], nxt
 
 
@@ -2600,13 +2674,27 @@ def _free_tokens(self: Builder) -> list[str]:
 
 def _free_token_run(self: Builder, ban: str = "") -> str:
     """``(text? token)*``: free text holding the markers of :meth:`free_tokens`."""
-    spelled = "|".join("".join(_char(ord(c)) for c in m) for m in self.marks)
-    text = self.term(self.text_term("|".join(x for x in (self.free_excl, spelled) if x), nonempty=True, ban=ban))
+    text = self.term(self.text_term(self.lead_excl, nonempty=True, ban=ban))
     return self.rule(f"({text}? ({' | '.join(self.free_tokens())}))*")
+
+
+def _lead_excl(self: Builder) -> str:
+    """What free text must not contain: the free state's exclusion, and, where free text
+    holds markers as tokens (:meth:`free_tokens`), the markers spelled in bytes too. Every
+    free-text lexeme uses it, the one of the token run and the text after it alike: two
+    text lexemes side by side that differ in what they exclude are an ambiguity the
+    matcher's lexer cannot carry (llguidance stops at the first byte of text with "too
+    many expressions constructed"), and a marker spelled in bytes decodes as the marker."""
+    hit = self.__dict__.get("_lead_excl")
+    if hit is None:
+        spelled = "|".join("".join(_char(ord(c)) for c in m) for m in self.marks) if self.free_tokens() else ""
+        hit = self.__dict__["_lead_excl"] = "|".join(x for x in (self.free_excl, spelled) if x)
+    return hit
 
 
 Builder.free_tokens = _free_tokens
 Builder.free_token_run = _free_token_run
+Builder.lead_excl = property(_lead_excl)
 
 
 def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: Any, prev_ok: Any, count: int,
@@ -2628,7 +2716,7 @@ def _try_step(self: Builder, st: Step, L: str, check: Any, open_ok: Any, quiet: 
                                cuts)
     s = L + text
     d0 = len(s)
-    lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
+    lead = self.text_term(self.lead_excl, nonempty=not nullable, ban=ban) if st.text else carried
     if st.kind == "end":
         if st.close is None:
             if not prev_ok(s, check) or not quiet(s, len(L)):
@@ -2706,7 +2794,7 @@ def _field_open(self: Builder, st: Step, L: str, text: str, items: list[str], ch
         if not ok:
             self.open_failed = known[("tie",)]
             return None
-        lead = self.text_term(self.free_excl, nonempty=not nullable, ban=ban) if st.text else carried
+        lead = self.text_term(self.lead_excl, nonempty=not nullable, ban=ban) if st.text else carried
         cut = (cuts or {}).get((id(st.open.__dict__.get("base", st.open)), st.tool["name"] if st.tool else None), 0) \
             if st.text else 0
         open_items = known.get(("seq", lead, cut), known)
