@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import dataclasses
 from dataclasses import dataclass, field as dc_field
 from typing import Any
@@ -827,9 +828,87 @@ def _merge(a: dict, b: dict) -> dict:
     return {"type": "object", "properties": props, "required": list(dict.fromkeys(a["required"] + b["required"]))}
 
 
+def _moved_refs(schema: Any, base: str) -> Any:
+    """``schema`` with its local references (``#...``) read from ``base`` on."""
+    if isinstance(schema, dict):
+        return {k: base + v[1:] if k == "$ref" and isinstance(v, str) and v.startswith("#") else _moved_refs(v, base)
+                for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_moved_refs(v, base) for v in schema]
+    return schema
+
+
+def _nested_params(tool: dict) -> tuple[dict, str | None]:
+    r"""(the tool's parameters as written inside a larger schema, the key of its entry in
+    that schema's root ``$defs`` or None). A reference of the parameters (``#/$defs/place``,
+    as pydantic writes nested models) points from the root of the document it stands in: a
+    call object that nests the parameters moves them, so their references are moved to
+    where the root's ``$defs`` holds them (see :func:`_rooted`)."""
+    params = tool["parameters"]
+    if '"$ref"' not in json.dumps(params):
+        return params, None
+    key = "respc-parameters-" + tool["name"]
+    return _moved_refs(params, "#/$defs/" + key.replace("~", "~0").replace("/", "~1")), key
+
+
+def _rooted(schema: dict, tools: list[dict]) -> dict:
+    """A schema of calls (:func:`_call_schema`) with the root ``$defs`` their tools' moved
+    references point to (:func:`_nested_params`)."""
+    defs = {}
+    for tool in tools:
+        moved, key = _nested_params(tool)
+        if key is not None:
+            defs[key] = moved
+    return {**schema, "$defs": defs} if defs else schema
+
+
+def _with_params_defs(schema: Any, tool: dict) -> Any:
+    """A part of the tool's parameters (a property's schema) written as a document of its
+    own (``%json``), with the root ``$defs`` its moved references point to."""
+    moved, key = _nested_params(tool)
+    if key is None or not isinstance(schema, dict):
+        return schema
+    base = "#/$defs/" + key.replace("~", "~0").replace("/", "~1")
+    sub = _moved_refs(schema, base)
+    return {**sub, "$defs": {**(sub.get("$defs") or {}), key: moved}}
+
+
+#: keywords that say what a schema is for, not what it admits
+_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly"))
+
+
+def _deref(schema: Any, root: Any, path: str) -> Any:
+    """``schema`` with the local reference at its top (``{"$ref": "#/$defs/place"}``, as
+    pydantic writes a nested model or an enum) read from ``root`` (the tool's parameters),
+    its other keywords kept beside the target's."""
+    hops = 0
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        if not ref.startswith("#") or root is None:
+            raise GrammarUnsupported(f"{path}: a $ref to {ref!r}: only references inside the tool's parameters "
+                                     "('#/...') are read; write the schema inline")
+        target = root
+        for part in ref[1:].split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                raise GrammarUnsupported(f"{path}: $ref {ref!r} points at nothing in the tool's parameters")
+        rest = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
+        schema = {**target, **rest} if rest and isinstance(target, dict) else target
+        hops += 1
+        if hops > 16:
+            raise GrammarUnsupported(f"{path}: $ref {ref!r} refers to itself")
+    return schema
+
+
 def _call_schema(shape: CallShape, tool: dict) -> dict:
-    """The JSON schema of one call's object (a body keyed by name/arguments)."""
-    parts = {"name": _nest(shape.name_key, {"const": tool["name"]}), "args": _nest(shape.args_key, tool["parameters"])}
+    """The JSON schema of one call's object (a body keyed by name/arguments; the tools'
+    references to be rooted with :func:`_rooted`)."""
+    parts = {"name": _nest(shape.name_key, {"const": tool["name"]}), "args": _nest(shape.args_key, _nested_params(tool)[0])}
     if shape.id_key:
         parts["id"] = _nest(shape.id_key, {"type": "string", "pattern": "^[A-Za-z0-9_\\-]{1,40}$"})
     schema = None
@@ -1497,7 +1576,9 @@ def special_token_strings(special_tokens: Any) -> frozenset:
 
 
 # --- value grammars (xml-inline values, python calls, JSON dialects) -----------------
-_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+# (a \u escape of a surrogate is left out: python-call-list refuses a lone one, and the
+# character itself can be written)
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))*"'
 _PY_SQ_STRING = r"'(?:[^'\\\x00-\x1f]|\\['\"\\nrt])*'"
 _INT = r"-?(?:0|[1-9][0-9]*)"
 _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -1507,14 +1588,79 @@ _PY_INT = r"-?(?:0|[1-9][0-9]{0,14})"
 _PY_NUM = r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,2})?"
 
 
+def _int_bounds(schema: dict) -> tuple[int | None, int | None]:
+    """The least and greatest integer a schema's bounds admit (None: unbounded)."""
+    lo = hi = None
+    for key, low in (("minimum", True), ("maximum", False), ("exclusiveMinimum", True), ("exclusiveMaximum", False)):
+        v = schema.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+            continue
+        exclusive = key.startswith("exclusive") or schema.get("exclusive" + key.capitalize()) is True
+        if low:
+            n = math.floor(v) + 1 if exclusive else math.ceil(v)
+            lo = n if lo is None else max(lo, n)
+        else:
+            n = math.ceil(v) - 1 if exclusive else math.floor(v)
+            hi = n if hi is None else min(hi, n)
+    return lo, hi
+
+
+def _same_length_range(a: str, z: str) -> str:
+    """A regex of the decimal numbers from ``a`` to ``z``, both of one length."""
+    if a == z:
+        return a
+    if len(a) == 1:
+        return f"[{a}-{z}]"
+    if a[0] == z[0]:
+        return a[0] + "(?:" + _same_length_range(a[1:], z[1:]) + ")"
+    n = len(a) - 1
+    parts = [a[0] + "(?:" + _same_length_range(a[1:], "9" * n) + ")"]
+    if int(z[0]) - int(a[0]) > 1:
+        parts.append(f"[{int(a[0]) + 1}-{int(z[0]) - 1}][0-9]{{{n}}}")
+    parts.append(z[0] + "(?:" + _same_length_range("0" * n, z[1:]) + ")")
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _magnitudes(a: int, z: int | None) -> str:
+    """A regex of the numbers from ``a`` >= 0 to ``z`` (None: no end), without leading zeros."""
+    parts = []
+    top = len(str(a)) if z is None else len(str(z))
+    for n in range(len(str(a)), top + 1):
+        lo, hi = max(a, 10 ** (n - 1) if n > 1 else 0), 10 ** n - 1 if z is None else min(z, 10 ** n - 1)
+        if lo <= hi:
+            parts.append(_same_length_range(str(lo), str(hi)))
+    if z is None:
+        parts.append(f"[1-9][0-9]{{{top},}}")
+    return "|".join(parts)
+
+
+def _int_regex(lo: int | None, hi: int | None, path: str) -> str:
+    """A regex of the integers from ``lo`` to ``hi`` (None: unbounded), as JSON writes them."""
+    parts = []
+    if lo is None or lo < 0:  # the negative ones: -m for m from max(1, -hi) to -lo
+        m0 = 1 if hi is None or hi >= 0 else -hi
+        if lo is None or -lo >= m0:
+            parts.append("-(?:" + _magnitudes(m0, None if lo is None else -lo) + ")")
+    if hi is None or hi >= 0:
+        a = 0 if lo is None or lo < 0 else lo
+        if hi is None or hi >= a:
+            parts.append("(?:" + _magnitudes(a, hi) + ")")
+    if not parts:
+        raise GrammarUnsupported(f"{path}: an integer schema whose bounds admit no integer ({lo} to {hi})")
+    return "(?:" + "|".join(parts) + ")"
+
+
 class ValueWriter:
     """Lark items for a value of a JSON schema in a given dialect."""
 
-    def __init__(self, b: "Builder", dialect: str, path: str, string_delims: tuple[str, str] | None = None):
+    def __init__(self, b: "Builder", dialect: str, path: str, string_delims: tuple[str, str] | None = None,
+                 root: Any = None):
         self.b, self.dialect, self.path, self.delims = b, dialect, path, string_delims
+        self.root = root  # the document the schemas' references point into (see _deref)
 
     def value(self, schema: Any, depth: int = 0) -> str:
         b = self.b
+        schema = _deref(schema, self.root, self.path)
         if depth > 6 or not isinstance(schema, dict):
             raise GrammarUnsupported(f"{self.path}: a schema nested too deeply (or not an object) for a {self.dialect} value")
         if "enum" in schema or "const" in schema:
@@ -1531,7 +1677,11 @@ class ValueWriter:
         if kind == "string":
             return self.string()
         if kind == "integer":
-            return b.term("/" + (_PY_INT if self.dialect == "python" else _INT) + "/")
+            base = "/" + (_PY_INT if self.dialect == "python" else _INT) + "/"
+            bounds = _int_bounds(schema)
+            if bounds == (None, None):
+                return b.term(base)
+            return b.term(f"(/{_int_regex(*bounds, self.path)}/ & {base})")
         if kind == "number":
             return b.term("/" + self.number() + "/")
         if kind == "boolean":
@@ -1612,6 +1762,9 @@ class ValueWriter:
         if isinstance(v, str):
             if self.delims is not None:
                 return json.dumps(self.delims[0] + v + self.delims[1])
+            if self.dialect == "python":  # a Python literal: either quote (repr writes 'c')
+                sq = "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+                return f"({json.dumps(json.dumps(v))} | {json.dumps(sq)})"
             return json.dumps(json.dumps(v))
         if isinstance(v, bool) and self.dialect == "python":
             return json.dumps("True" if v else "False")
@@ -2973,13 +3126,14 @@ def _body_of(self: Builder, f: Field, tool: dict | None) -> tuple[list[str] | No
                     schema["maxItems"] = 1
             else:
                 schema = one
+            schema = _rooted(schema, tools)
             inst = _instance(schema)
         if dialect:
             if dialect - {"unquoted_keys", "string_delims"}:
                 raise GrammarUnsupported(f"{path}: JSON dialect options {sorted(dialect)} have no grammar")
             delims = args.get("string_delims")
             pair = tuple(delims[0]) if delims else None
-            w = ValueWriter(self, "unquoted" if args.get("unquoted_keys") else "json", path, pair)
+            w = ValueWriter(self, "unquoted" if args.get("unquoted_keys") else "json", path, pair, root=schema)
             rep = _dialect_rep(inst, pair, bool(args.get("unquoted_keys")))
             return [w.value(schema)], rep, 1
         items = self.json_item(schema)
@@ -3078,6 +3232,15 @@ def _tag_reads(pat: Any, head: str, key: str, mid: str, value: str, tail: str, j
 _RAW_FIRST = "[^\\s\"\\[\\]{}\\-0-9tfnIN<]"  # raw text no JSON value starts like (NaN, Infinity too)
 
 
+def _string_values(schema: dict) -> list[str] | None:
+    """The values of an enum (or const) of strings only, which the parser keeps as the text
+    written (None when the schema has none, or others)."""
+    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        return None
+    return values
+
+
 def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, str, int]:
     path = f"{f.path}.content_args.tag_pattern"
     items, names, pat, forms = self.tag_parts(f.content_args.get("tag_pattern"), path)
@@ -3113,8 +3276,12 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
     tags: dict[str, str] = {}
     reps: list[str] = []
     for k in props:
-        schema = props[k]
+        schema = _deref(props[k], params, f"tools: {tool['name']}: parameters.properties.{k}")
         kind = _value_kind(schema)
+        # (a $ref without a "type" beside it to a schema of another type than string: the
+        # target's value is written, which the parser's tool typing, reading the property's own
+        # schema as the reference does, keeps as the text written; docs/grammar.md)
+        strings = _string_values(schema)
         choices: list[str] = []
         vrep = None
         for head, mid, value, tail in forms:
@@ -3129,7 +3296,17 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
             tail_excl = translate(tail, path, contains=True)
             raw_excl = "|".join(x for x in (tail_excl, close_excl) if x)
             found: list[tuple[list[str], str]] = []
-            if kind in ("string", "any") and value_re is not None and reads(value="a"):
+            if strings is not None and value_re is not None:
+                # an enum of strings (or a const): the values written as they are, where read so
+                good = [v for v in strings if reads(value=v) and _full(value_re, v)]
+                if good:
+                    alts = "|".join(regex.escape(v) for v in good)
+                    text = f"(/(?:{alts})/ & {self.text_term(raw_excl)})"
+                    if tail_rep:
+                        found.append((self.seq(self.pieces(Alt(fake.delim, 0, tail, False, True, {}), {}), text), good[0]))
+                    else:
+                        found.append(([self.term(text)], good[0]))
+            elif kind in ("string", "any") and value_re is not None and reads(value="a"):
                 # the value's text (no JSON value starts like it, with a json value parser:
                 # allow_non_json keeps it as text), then the tag's tail
                 text = self.text_term(raw_excl)
@@ -3146,7 +3323,8 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
                 inst = json.dumps(_instance(schema))
                 if json_values and all(reads(value=p) for p in [inst, *probes]):
                     spaced = reads(value=f" {inst} ")  # whitespace around the JSON value
-                    found.append(((self.json_item(schema) if spaced else self.json_item(schema)[1:2]) + part(tail), inst))
+                    item = self.json_item(_with_params_defs(schema, tool))
+                    found.append(((item if spaced else item[1:2]) + part(tail), inst))
                 elif not json_values and kind in ("integer", "number", "boolean", "null") and reads(value=inst):
                     value_items = ValueWriter(self, "json", path).value(schema)
                     if kind == "boolean" and reads(value="True") and reads(value="False"):
@@ -3155,7 +3333,7 @@ def _xml_body(self: Builder, f: Field, tool: dict) -> tuple[list[str] | None, st
                         value_items = '("true" | "false" | "True" | "False")'
                     found.append(([value_items] + part(tail), inst))
                 elif not json_values and kind not in ("string", "any") and reads(value=inst):
-                    found.append((self.json_item(schema) + part(tail), inst))
+                    found.append((self.json_item(_with_params_defs(schema, tool)) + part(tail), inst))
             for value_items, rep in found:
                 choices.append(" ".join(part(mid) + value_items))
                 if vrep is None:
@@ -3200,10 +3378,10 @@ def _python_body(self: Builder, f: Field, tools: list[dict]) -> tuple[list[str] 
     shape = self.shape
     if shape.body != "items":
         raise GrammarUnsupported(f"{f.path}.transform: python-call-list needs transform_each")
-    w = ValueWriter(self, "python", path)
     calls = []
     for t in tools:
         params = t["parameters"]
+        w = ValueWriter(self, "python", path, root=params)
         props = params.get("properties", {})
         req = [k for k in params.get("required", []) if k in props]
         # keyword arguments in the schema's order: the required ones always, the others optionally
@@ -3618,8 +3796,9 @@ def structural_tag_for(template: dict, tools: Any, *, tool_choice: str = "auto",
                 schema = {"type": "array", "items": one[0] if len(one) == 1 else {"anyOf": one}, "minItems": 1}
                 if not parallel_tool_calls:
                     schema["maxItems"] = 1
+                schema = _rooted(schema, chosen)
             else:
-                schema = _call_schema(shape, tool)
+                schema = _rooted(_call_schema(shape, tool), [tool])
             ws = {"type": "regex", "pattern": "[ \\t\\r\\n]*"}
             content = {"type": "sequence", "elements": [ws, {"type": "json_schema", "json_schema": schema}, ws]}
             body_rep = json.dumps(_instance(schema))
@@ -3691,8 +3870,10 @@ def _xml_structural(b: Builder, f: Field, tool: dict) -> tuple[dict, str]:
     heads = list(dict.fromkeys(t + r for t, rest in _lead_forms(list(first[0])) if (r := _rep(rest, {})) is not None)) or [head]
     end = tails[0] if len(tails) == 1 else tails
     for k, schema in props.items():
+        schema = _deref(schema, params, f"tools: {tool['name']}: parameters.properties.{k}")
         kind = _value_kind(schema)
-        value = {"type": "any_text"} if kind in ("string", "any") and not json_values else {"type": "json_schema", "json_schema": schema}
+        value = {"type": "any_text"} if kind in ("string", "any") and not json_values else \
+            {"type": "json_schema", "json_schema": _with_params_defs(schema, tool)}
         if around[0] or (around[1] and value["type"] != "any_text"):
             value = {"type": "sequence", "elements": [
                 *([{"type": "regex", "pattern": around[0]}] if around[0] else []), value,

@@ -722,6 +722,87 @@ def test_special_token_text_keeps_the_matcher_going(family):
     assert not failures, "\n".join(failures)
 
 
+#: a tool as pydantic writes one: nested models and enums as references into ``$defs``
+_REF_TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {
+    "$defs": {"Unit": {"type": "string", "enum": ["c", "f"]},
+              "Place": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+    "type": "object",
+    "properties": {"where": {"$ref": "#/$defs/Place", "type": "object"}, "unit": {"$ref": "#/$defs/Unit"},
+                   "n": {"type": "integer", "minimum": 1, "maximum": 9}},
+    "required": ["where", "unit", "n"]}}}]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_references_in_tool_parameters_compile(family):
+    """A tool's ``$ref`` points from the root of its parameters: a call object that nests
+    them (name and arguments in one JSON body) moved them, and llguidance refused the
+    grammar ("Pointer '/$defs/Place' does not exist") in 19 families."""
+    if family in KNOWN_UNSUPPORTED:
+        pytest.xfail(KNOWN_UNSUPPORTED[family])
+    compiled = respc.load(family)
+    for choice in ("auto", "required", "book"):
+        _matcher(compiled.grammar(_REF_TOOLS, prefix=walk_prefix(family), tool_choice=choice))
+    if family not in STRUCTURAL_UNSUPPORTED:
+        # a structural tag's schemas keep their references resolvable from their own root
+        tag = compiled.grammar(_REF_TOOLS, prefix=walk_prefix(family), tool_choice="required", format="structural_tag")
+        for schema in _json_schemas(tag):
+            for ref in re.findall(r'"\$ref": "#([^"]*)"', json.dumps(schema)):
+                target = schema
+                for part in ref.split("/")[1:]:
+                    target = target[part]  # (a KeyError names the pointer that does not resolve)
+
+
+def _json_schemas(node):
+    """The json_schema documents of a structural tag."""
+    if isinstance(node, dict):
+        if node.get("type") == "json_schema":
+            yield node["json_schema"]
+        for v in node.values():
+            yield from _json_schemas(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _json_schemas(v)
+
+
+@pytest.mark.parametrize("family, good, bad", [
+    ("hermes3", '<tool_call>\n{"name": "book", "arguments": {"where": {"city": "Paris"}, "unit": "c", "n": 3}}\n</tool_call>',
+     ['{"where": {"town": "Paris"}', '"unit": "k"', '"n": 12', '"n": 0']),
+    ("qwen3-coder", "<tool_call>\n<function=book>\n<parameter=where>\n{\"city\": \"Paris\"}\n</parameter>\n"
+     "<parameter=unit>\nc\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>",
+     ['{\"town\"', "\nk\n", "\n12\n"]),
+    ("llama3.2-pythonic", "[book(where={'city': 'Paris'}, unit='c', n=3)]", ["'town'", "unit='k'", "n=12", "n=0"]),
+])
+def test_references_enums_and_bounds_are_kept(family, good, bad):
+    """What a ``$ref`` points to, an enum of strings in an XML value, and an integer's
+    minimum and maximum in XML and Python values, constrain the arguments as JSON bodies'
+    do (XML strings took any text, Python integers any digits)."""
+    compiled = respc.load(family)
+    prefix = walk_prefix(family)
+    grammar = compiled.grammar(_REF_TOOLS, prefix=prefix, tool_choice="book")
+    assert _accepted(grammar, good, False)[0], good
+    calls = compiled.parse(good, prefix=prefix, tools=_REF_TOOLS)["tool_calls"]
+    assert calls[0]["function"]["arguments"]["unit"] == "c"
+    for wrong in bad:
+        text = good.replace({"hermes3": {'{"where": {"town": "Paris"}': '{"where": {"city": "Paris"}', '"unit": "k"': '"unit": "c"',
+                                         '"n": 12': '"n": 3', '"n": 0': '"n": 3'},
+                             "qwen3-coder": {'{\"town\"': '{\"city\"', "\nk\n": "\nc\n", "\n12\n": "\n3\n"},
+                             "llama3.2-pythonic": {"'town'": "'city'", "unit='k'": "unit='c'", "n=12": "n=3",
+                                                   "n=0": "n=3"}}[family][wrong], wrong)
+        assert text != good and _rejected(grammar, text), text
+
+
+def test_no_lone_surrogate_escapes_in_python_strings():
+    """python-call-list refuses a lone surrogate escape (a malformed region): a walk wrote
+    ``'\\uDAbd'``. The grammar writes no surrogate escape (the character itself can be)."""
+    compiled = respc.load("llama3.2-pythonic")
+    sample = _sample("llama3.2-pythonic")
+    prefix = walk_prefix("llama3.2-pythonic")
+    grammar = compiled.grammar(sample["tools"], prefix=prefix, tool_choice="get_weather")
+    assert _accepted(grammar, '[get_weather(city="Par\\u00eds")]', False)[0]
+    assert _accepted(grammar, '[get_weather(city="Par\U0001f600")]', False)[0]
+    assert _rejected(grammar, '[get_weather(city="Par\\uDAbd")]')
+
+
 @pytest.mark.parametrize("family", _PYTHON_FAMILIES)
 def test_python_numbers_the_parser_takes(family):
     """python-call-list refuses an integer past 2^53 - 1 and an infinite float (the region is
