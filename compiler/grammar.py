@@ -844,11 +844,24 @@ def _nested_params(tool: dict) -> tuple[dict, str | None]:
     as pydantic writes nested models) points from the root of the document it stands in: a
     call object that nests the parameters moves them, so their references are moved to
     where the root's ``$defs`` holds them (see :func:`_rooted`)."""
-    params = tool["parameters"]
-    if '"$ref"' not in json.dumps(params):
-        return params, None
-    key = "respc-parameters-" + tool["name"]
-    return _moved_refs(params, "#/$defs/" + key.replace("~", "~0").replace("/", "~1")), key
+    hit = _NESTED.get(id(tool))
+    if hit is None or hit[0] is not tool:
+        params = tool["parameters"]
+        if '"$ref"' not in json.dumps(params):
+            hit = (tool, params, None, None)
+        else:
+            key = "respc-parameters-" + tool["name"]
+            base = "#/$defs/" + key.replace("~", "~0").replace("/", "~1")
+            hit = (tool, _moved_refs(params, base), key, base)
+        if len(_NESTED) > 4096:
+            _NESTED.clear()
+        _NESTED[id(tool)] = hit
+    return hit[1], hit[2]
+
+
+#: id(tool) -> (tool, moved parameters, $defs key, pointer to it): of :func:`_nested_params`,
+#: which every call schema and XML value of a build asks for
+_NESTED: dict[int, tuple] = {}
 
 
 def _rooted(schema: dict, tools: list[dict]) -> dict:
@@ -868,8 +881,7 @@ def _with_params_defs(schema: Any, tool: dict) -> Any:
     moved, key = _nested_params(tool)
     if key is None or not isinstance(schema, dict):
         return schema
-    base = "#/$defs/" + key.replace("~", "~0").replace("/", "~1")
-    sub = _moved_refs(schema, base)
+    sub = _moved_refs(schema, _NESTED[id(tool)][3])
     return {**sub, "$defs": {**(sub.get("$defs") or {}), key: moved}}
 
 
